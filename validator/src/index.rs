@@ -1,0 +1,1 @@
+//! Sharded checkpoints: `*.safetensors.index.json` checked as a set.

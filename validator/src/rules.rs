@@ -1,0 +1,198 @@
+//! The rules of the strict profile, one variant per rule of `SPEC.md`.
+//!
+//! The rule table below is the single source of the rule IDs: `SPEC.md`, the corpus manifest
+//! and the tests cite these strings, and a test checks that every ID here has a section in
+//! `SPEC.md` and files in `corpus/` on both sides.
+
+use std::fmt;
+
+/// What stage of checking a rule belongs to, as in wasmparser's *malformed* / *invalid* split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The bytes cannot be decoded to one unambiguous header: framing, UTF-8, JSON syntax,
+    /// duplicate keys. Found by stage 1.
+    Malformed,
+    /// The header decodes, but breaks a rule of the format: schema, dtype, sizes, layout,
+    /// names, data. Found by stage 2 (and the deep scan).
+    Invalid,
+}
+
+impl Kind {
+    /// `"malformed"` or `"invalid"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Malformed => "malformed",
+            Kind::Invalid => "invalid",
+        }
+    }
+}
+
+/// Whether breaking a rule rejects the file or is only reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Severity {
+    /// The file is rejected.
+    Error,
+    /// The file is accepted and the finding is listed in the report; `deny_warnings` turns it
+    /// into an error.
+    Warning,
+}
+
+impl Severity {
+    /// `"error"` or `"warning"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+macro_rules! rules {
+    ($( $(#[$doc:meta])* $variant:ident = $id:literal, $kind:ident, $sev:ident; )*) => {
+        /// A rule of the strict profile. See `SPEC.md` for each rule's statement, rationale and
+        /// the reference implementation's behaviour.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Rule {
+            /// Every rule, in the order of `SPEC.md`.
+            pub const ALL: &'static [Rule] = &[ $( Rule::$variant, )* ];
+
+            /// The stable ID, e.g. `"FRAME-SHORT"`.
+            pub fn id(self) -> &'static str {
+                match self { $( Rule::$variant => $id, )* }
+            }
+
+            /// Malformed (stage 1) or invalid (stage 2).
+            pub fn kind(self) -> Kind {
+                match self { $( Rule::$variant => Kind::$kind, )* }
+            }
+
+            /// Error or warning, in the strict profile without `deny_warnings`.
+            pub fn severity(self) -> Severity {
+                match self { $( Rule::$variant => Severity::$sev, )* }
+            }
+
+            /// The rule with this ID, if there is one.
+            pub fn from_id(id: &str) -> Option<Rule> {
+                match id { $( $id => Some(Rule::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+rules! {
+    /// The file is shorter than the 8-byte length field.
+    FrameShort = "FRAME-SHORT", Malformed, Error;
+    /// The header length N is 0.
+    FrameEmptyHeader = "FRAME-EMPTY-HEADER", Malformed, Error;
+    /// The header length N is above the configured limit.
+    FrameHeaderLimit = "FRAME-HEADER-LIMIT", Malformed, Error;
+    /// 8 + N is beyond the end of the file.
+    FrameHeaderBounds = "FRAME-HEADER-BOUNDS", Malformed, Error;
+    /// N is not a multiple of 8, so the data region is not 8-aligned (warning).
+    FrameAlign = "FRAME-ALIGN", Invalid, Warning;
+    /// The header bytes are not valid UTF-8.
+    Utf8Invalid = "UTF8-INVALID", Malformed, Error;
+    /// The header starts with a byte-order mark.
+    JsonBom = "JSON-BOM", Malformed, Error;
+    /// The header is not RFC 8259 JSON.
+    JsonSyntax = "JSON-SYNTAX", Malformed, Error;
+    /// The JSON nests deeper than the limit.
+    JsonDepth = "JSON-DEPTH", Malformed, Error;
+    /// Bytes other than JSON whitespace follow the header object.
+    JsonTrailing = "JSON-TRAILING", Malformed, Error;
+    /// An object has the same key twice (compared after unescaping).
+    JsonDuplicateKey = "JSON-DUPLICATE-KEY", Malformed, Error;
+    /// Whitespace precedes the header object (warning).
+    JsonLeadingWhitespace = "JSON-LEADING-WHITESPACE", Malformed, Warning;
+    /// The padding after the object holds whitespace other than 0x20 (warning).
+    JsonPaddingWhitespace = "JSON-PADDING-WHITESPACE", Malformed, Warning;
+    /// The header is not a JSON object.
+    SchemaRoot = "SCHEMA-ROOT", Invalid, Error;
+    /// `__metadata__` is not an object whose values are all strings.
+    SchemaMetadata = "SCHEMA-METADATA", Invalid, Error;
+    /// `__metadata__` is `null` (warning).
+    SchemaMetadataNull = "SCHEMA-METADATA-NULL", Invalid, Warning;
+    /// A tensor entry is not a JSON object.
+    SchemaEntry = "SCHEMA-ENTRY", Invalid, Error;
+    /// A tensor entry lacks `dtype`, `shape` or `data_offsets`.
+    SchemaMissingField = "SCHEMA-MISSING-FIELD", Invalid, Error;
+    /// A tensor entry has a field other than `dtype`, `shape`, `data_offsets`.
+    SchemaUnknownField = "SCHEMA-UNKNOWN-FIELD", Invalid, Error;
+    /// `shape` is not an array of integers.
+    SchemaShape = "SCHEMA-SHAPE", Invalid, Error;
+    /// `data_offsets` is not an array of exactly two integers.
+    SchemaOffsets = "SCHEMA-OFFSETS", Invalid, Error;
+    /// A shape or offset number is not a plain non-negative decimal integer <= 2^64-1.
+    SchemaInteger = "SCHEMA-INTEGER", Invalid, Error;
+    /// `dtype` is not a JSON string.
+    DtypeType = "DTYPE-TYPE", Invalid, Error;
+    /// `dtype` is not one of the 22 names, spelled exactly.
+    DtypeUnknown = "DTYPE-UNKNOWN", Invalid, Error;
+    /// product(shape) x bits per element overflows u64.
+    SizeOverflow = "SIZE-OVERFLOW", Invalid, Error;
+    /// product(shape) x bits per element is not a whole number of bytes.
+    SizeBits = "SIZE-BITS", Invalid, Error;
+    /// The tensor's byte length (end - begin) differs from its shape and dtype.
+    SizeMismatch = "SIZE-MISMATCH", Invalid, Error;
+    /// `__metadata__.total_parameters` differs from the computed count (warning).
+    SizeTotalParameters = "SIZE-TOTAL-PARAMETERS", Invalid, Warning;
+    /// `data_offsets` has begin > end.
+    LayoutOrder = "LAYOUT-ORDER", Invalid, Error;
+    /// The tensors leave a gap in the data region.
+    LayoutGap = "LAYOUT-GAP", Invalid, Error;
+    /// Two tensors share bytes, or a zero-size tensor lies strictly inside another.
+    LayoutOverlap = "LAYOUT-OVERLAP", Invalid, Error;
+    /// A tensor's begin offset is not a multiple of its element size (warning).
+    LayoutAlign = "LAYOUT-ALIGN", Invalid, Warning;
+    /// A tensor name contains a control character.
+    NameControl = "NAME-CONTROL", Invalid, Error;
+    /// A tensor name is empty (warning).
+    NameEmpty = "NAME-EMPTY", Invalid, Warning;
+    /// A tensor name contains a bidirectional-control or zero-width character (warning).
+    NameInvisible = "NAME-INVISIBLE", Invalid, Warning;
+    /// A tensor name looks like a path: a `..` segment or a leading `/` (warning).
+    NamePath = "NAME-PATH", Invalid, Warning;
+    /// The data region is longer than the last tensor's end.
+    DataTrailing = "DATA-TRAILING", Invalid, Error;
+    /// The data region is shorter than the last tensor's end.
+    DataTruncated = "DATA-TRUNCATED", Invalid, Error;
+    /// A BOOL tensor holds a byte other than 0x00 or 0x01 (deep scan).
+    DataBool = "DATA-BOOL", Invalid, Error;
+    /// A floating-point tensor holds NaN or an infinity (deep scan; an error only with
+    /// `deny_nonfinite`).
+    DataNonFinite = "DATA-NONFINITE", Invalid, Warning;
+    /// The file is also recognisable as another format (deep scan, warning).
+    DataPolyglot = "DATA-POLYGLOT", Invalid, Warning;
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Rule {
+    /// How the reference implementation (`safetensors` 0.8.0) treats a file whose only fault
+    /// is this rule, in a few words; `None` where it also rejects such a file.
+    ///
+    /// This is the summary of the "Differences from the reference" section of `SPEC.md`.
+    pub fn reference_divergence(self) -> Option<&'static str> {
+        Some(match self {
+            Rule::JsonDuplicateKey => {
+                "the reference loads it: for duplicate tensor names or metadata keys the last one wins"
+            }
+            Rule::SchemaUnknownField => "the reference ignores unknown fields",
+            Rule::SchemaEntry => {
+                "the reference also accepts a tensor entry written as an array [dtype, shape, offsets]"
+            }
+            Rule::DtypeType => r#"the reference also accepts a dtype written as {"NAME": null}"#,
+            Rule::NameControl => "the reference loads names with control characters",
+            _ => return None,
+        })
+    }
+}
