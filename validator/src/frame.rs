@@ -63,7 +63,7 @@ pub(crate) fn bounds_error(n: u64, file_len: u64) -> Error {
 
 /// `FRAME-ALIGN`: a warning when N is not a multiple of 8.
 pub(crate) fn align_warning(n: u64) -> Option<Warning> {
-    (n % 8 != 0).then(|| {
+    (!n.is_multiple_of(8)).then(|| {
         Finding::new(
             Rule::FrameAlign,
             0,

@@ -60,7 +60,8 @@ pub fn validate<'a>(file: &'a [u8], config: &Config) -> Result<Report<'a>, Error
     let file_len = file.len() as u64;
     frame::header_bounds(n, file_len)?;
     // header_bounds proved 8 + n <= file.len(), so both conversions and the slice hold.
-    let end = frame::LENGTH_FIELD + usize::try_from(n).map_err(|_| frame::bounds_error(n, file_len))?;
+    let end =
+        frame::LENGTH_FIELD + usize::try_from(n).map_err(|_| frame::bounds_error(n, file_len))?;
     let header = file
         .get(frame::LENGTH_FIELD..end)
         .ok_or_else(|| frame::bounds_error(n, file_len))?;

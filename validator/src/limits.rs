@@ -5,9 +5,10 @@
 /// caller that knows what it does: memory use grows with it, see below).
 pub const DEFAULT_MAX_HEADER_SIZE: u64 = 100_000_000;
 
-/// The deepest JSON nesting stage 1 follows before it reports `JSON-DEPTH`. This is
-/// serde_json's fixed recursion limit; the schema itself never nests deeper than 3
-/// (root object, entry object, shape array), so every deeper header is rejected anyway.
+/// The nesting level at which stage 1 reports `JSON-DEPTH`: 127 nested arrays or objects are
+/// followed, the 128th is rejected. This is serde_json's fixed recursion limit; the schema
+/// itself never nests deeper than 3 (root object, entry object, shape array), so every deeper
+/// header is rejected anyway.
 pub const MAX_JSON_DEPTH: usize = 128;
 
 /// The size of the fixed buffer the streaming validator reads the data region through.

@@ -59,7 +59,9 @@ pub fn verdict(file: &[u8]) -> Verdict {
                 }
             })
             .collect();
-        out.sort_by(|a, b| (a.file_begin, a.file_end, &a.name).cmp(&(b.file_begin, b.file_end, &b.name)));
+        out.sort_by(|a, b| {
+            (a.file_begin, a.file_end, &a.name).cmp(&(b.file_begin, b.file_end, &b.name))
+        });
         Ok(out)
     };
     match catch_unwind(AssertUnwindSafe(run)) {

@@ -180,11 +180,14 @@ impl<'a> Report<'a> {
         let (_, value) = &self.metadata[i];
         let at = offsets.get(i).copied().unwrap_or(HEADER_START);
         let computed = self.parameters();
-        let declared = if value.bytes().all(|b| b.is_ascii_digit()) && !value.is_empty() {
-            value.parse::<u64>().ok()
-        } else {
-            None
-        };
+        // Canonical decimal only (no sign, no leading zero), as the writer writes it.
+        let canonical = value.len() == 1 || !value.starts_with('0');
+        let declared =
+            if value.bytes().all(|b| b.is_ascii_digit()) && !value.is_empty() && canonical {
+                value.parse::<u64>().ok()
+            } else {
+                None
+            };
         match declared {
             Some(d) if d == computed => None,
             Some(d) => Some(Finding::new(
@@ -292,10 +295,7 @@ impl<'a> Report<'a> {
             TensorInfo {
                 name: &t.name,
                 dtype: t.dtype,
-                shape: self
-                    .dims
-                    .get(s..s + t.dims_len as usize)
-                    .unwrap_or(&[]),
+                shape: self.dims.get(s..s + t.dims_len as usize).unwrap_or(&[]),
                 begin: t.begin,
                 end: t.end,
                 file_begin: data_start.saturating_add(t.begin),

@@ -168,6 +168,31 @@ rules! {
     DataNonFinite = "DATA-NONFINITE", Invalid, Warning;
     /// The file is also recognisable as another format (deep scan, warning).
     DataPolyglot = "DATA-POLYGLOT", Invalid, Warning;
+    /// A sharded checkpoint's `*.safetensors.index.json` is not strict JSON (UTF-8, syntax,
+    /// duplicate keys).
+    IndexJson = "INDEX-JSON", Malformed, Error;
+    /// The index is not an object with a `weight_map` of strings to strings and an optional
+    /// `metadata` object.
+    IndexSchema = "INDEX-SCHEMA", Invalid, Error;
+    /// A shard named by the index is not a plain file name in the index's directory.
+    IndexShardName = "INDEX-SHARD-NAME", Invalid, Error;
+    /// A shard named by the index is a symbolic link that leaves the index's directory.
+    IndexShardLink = "INDEX-SHARD-LINK", Invalid, Error;
+    /// A shard named by the index does not exist (or is not a regular file).
+    IndexShardMissing = "INDEX-SHARD-MISSING", Invalid, Error;
+    /// A shard named by the index is not a valid safetensors file.
+    IndexShardInvalid = "INDEX-SHARD-INVALID", Invalid, Error;
+    /// A tensor of `weight_map` is not in the shard it names.
+    IndexTensorMissing = "INDEX-TENSOR-MISSING", Invalid, Error;
+    /// A tensor of a shard is not in `weight_map`.
+    IndexTensorUnlisted = "INDEX-TENSOR-UNLISTED", Invalid, Error;
+    /// A tensor is in two shards.
+    IndexTensorDuplicate = "INDEX-TENSOR-DUPLICATE", Invalid, Error;
+    /// `metadata.total_size` is not an integer, or differs from the sum of the tensors' byte
+    /// lengths.
+    IndexTotalSize = "INDEX-TOTAL-SIZE", Invalid, Error;
+    /// A `*.safetensors` file in the index's directory is not named by the index (warning).
+    IndexShardUnlisted = "INDEX-SHARD-UNLISTED", Invalid, Warning;
 }
 
 impl fmt::Display for Rule {
@@ -192,6 +217,15 @@ impl Rule {
             }
             Rule::DtypeType => r#"the reference also accepts a dtype written as {"NAME": null}"#,
             Rule::NameControl => "the reference loads names with control characters",
+            Rule::SizeOverflow => {
+                "the reference multiplies the shape left to right, so it loads a shape whose \
+                 overflow follows a zero dimension, e.g. [0, 2^63, 2^63]"
+            }
+            Rule::DataTruncated => {
+                "when the last end offset is near 2^64 the reference's unchecked final length \
+                 addition panics in debug builds (it rejects in release builds)"
+            }
+            Rule::DataBool => "the reference never reads tensor data; it loads BOOL bytes other than 0 and 1",
             _ => return None,
         })
     }

@@ -40,19 +40,22 @@ pub fn byte_length(dtype: Dtype, shape: &[u64]) -> Result<u64, (Rule, String)> {
     nonzero.checked_mul(dtype.bits()).ok_or_else(overflow)?;
     let elements = if shape.contains(&0) { 0 } else { nonzero };
     let bits = elements * dtype.bits();
-    if bits % 8 != 0 {
+    if !bits.is_multiple_of(8) {
         return Err((
             Rule::SizeBits,
-            format!(
-                "{elements} elements of {dtype} take {bits} bits, not a whole number of bytes"
-            ),
+            format!("{elements} elements of {dtype} take {bits} bits, not a whole number of bytes"),
         ));
     }
     Ok(bits / 8)
 }
 
 /// Check one entry's offsets against its shape and dtype; returns the element count.
-pub(crate) fn check(dtype: Dtype, shape: &[u64], begin: u64, end: u64) -> Result<u64, (Rule, String)> {
+pub(crate) fn check(
+    dtype: Dtype,
+    shape: &[u64],
+    begin: u64,
+    end: u64,
+) -> Result<u64, (Rule, String)> {
     if begin > end {
         return Err((
             Rule::LayoutOrder,

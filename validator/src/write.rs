@@ -105,7 +105,10 @@ impl fmt::Display for WriteError {
 impl std::error::Error for WriteError {}
 
 /// Serialize to a byte vector.
-pub fn serialize(tensors: &[TensorSpec<'_>], metadata: &[(&str, &str)]) -> Result<Vec<u8>, WriteError> {
+pub fn serialize(
+    tensors: &[TensorSpec<'_>],
+    metadata: &[(&str, &str)],
+) -> Result<Vec<u8>, WriteError> {
     let (header, order) = header(tensors, metadata)?;
     let data_len: usize = order.iter().map(|&i| tensors[i].data.len()).sum();
     let mut out = Vec::with_capacity(8 + header.len() + data_len);
@@ -155,10 +158,11 @@ pub fn header(
                 rule: Some(rule),
             });
         }
-        let expected = size::byte_length(t.dtype, t.shape).map_err(|(rule, _)| WriteError::Size {
-            name: t.name.to_owned(),
-            rule,
-        })?;
+        let expected =
+            size::byte_length(t.dtype, t.shape).map_err(|(rule, _)| WriteError::Size {
+                name: t.name.to_owned(),
+                rule,
+            })?;
         if expected != t.data.len() as u64 {
             return Err(WriteError::DataLength {
                 name: t.name.to_owned(),
