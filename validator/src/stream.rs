@@ -44,7 +44,7 @@ impl From<io::Error> for StreamError {
 
 /// Read until `buf` is full or the reader ends; returns the bytes read. Retries on
 /// `Interrupted`.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
@@ -60,7 +60,10 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// Validate a file read from `reader` in one pass. A bad length field is rejected after 8
 /// bytes, a bad header once the header has arrived; the data region's length is checked at
 /// the end of the stream.
-pub fn validate_reader<R: Read>(mut reader: R, config: &Config) -> Result<Report<'static>, StreamError> {
+pub fn validate_reader<R: Read>(
+    mut reader: R,
+    config: &Config,
+) -> Result<Report<'static>, StreamError> {
     let mut prefix = [0u8; frame::LENGTH_FIELD];
     let got = read_full(&mut reader, &mut prefix)?;
     let n = frame::header_length(&prefix[..got], config)?;
