@@ -1,0 +1,895 @@
+//! The `stcheck` command line over real files in a temporary directory: verdicts, exit codes,
+//! the JSON Lines form, sharded checkpoints, standard input and unreadable paths.
+//!
+//! Golden outputs live in `tests/golden/`; rerun with `STCHECK_BLESS=1` to rewrite them after
+//! a deliberate change of the output.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use stcheck::index::{check_index, MemorySource};
+use stcheck::write::{serialize, TensorSpec};
+use stcheck::{Config, Dtype};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
+
+/// A fresh, empty directory for one test.
+fn tempdir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Out {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stcheck");
+    if let Some(bytes) = stdin {
+        let mut w = child.stdin.take().expect("stdin");
+        // The tool may reject early and close its end; that is not a test failure.
+        let _ = w.write_all(bytes);
+    }
+    let out = child.wait_with_output().expect("wait for stcheck");
+    Out {
+        code: out.status.code().expect("exited normally, not by a signal"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("STCHECK_BLESS").is_some() {
+        fs::write(&path, actual).expect("bless golden file");
+        return;
+    }
+    let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with STCHECK_BLESS=1 to create it)",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "output differs from {}; rerun with STCHECK_BLESS=1 if the change is intended",
+        path.display()
+    );
+}
+
+/// A header written by hand, padded with spaces to a multiple of 8 when `pad`.
+fn raw(header: &str, data: &[u8], pad: bool) -> Vec<u8> {
+    let mut h = header.as_bytes().to_vec();
+    while pad && !h.len().is_multiple_of(8) {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out.extend_from_slice(data);
+    out
+}
+
+fn valid_file() -> Vec<u8> {
+    serialize(
+        &[
+            TensorSpec::new("a.weight", Dtype::F16, &[2, 2], &[0u8; 8]),
+            TensorSpec::new("b.bias", Dtype::BF16, &[3], &[0u8; 6]),
+        ],
+        &[],
+    )
+    .expect("serialize")
+}
+
+fn shard(tensors: &[(&str, usize)]) -> Vec<u8> {
+    let data: Vec<Vec<u8>> = tensors.iter().map(|&(_, n)| vec![1u8; 4 * n]).collect();
+    let shapes: Vec<[u64; 1]> = tensors.iter().map(|&(_, n)| [n as u64]).collect();
+    let specs: Vec<TensorSpec<'_>> = tensors
+        .iter()
+        .zip(&shapes)
+        .zip(&data)
+        .map(|((&(name, _), shape), d)| TensorSpec::new(name, Dtype::F32, shape, d))
+        .collect();
+    serialize(&specs, &[]).expect("serialize shard")
+}
+
+/// The files of a small sharded checkpoint: two shards, three F32 tensors (a: 2, b: 3,
+/// c: 4 elements = 36 bytes).
+fn write_good_set(dir: &Path) {
+    fs::write(dir.join("m-1.safetensors"), shard(&[("a", 2), ("b", 3)])).expect("write");
+    fs::write(dir.join("m-2.safetensors"), shard(&[("c", 4)])).expect("write");
+    fs::write(
+        dir.join("m.safetensors.index.json"),
+        r#"{"metadata":{"total_size":36},"weight_map":{"a":"m-1.safetensors","b":"m-1.safetensors","c":"m-2.safetensors"}}"#,
+    )
+    .expect("write");
+}
+
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn valid_file_is_ok_with_per_dtype_counts() {
+    let dir = tempdir("valid");
+    fs::write(dir.join("v.safetensors"), valid_file()).expect("write");
+    let out = run_in(&dir, &["v.safetensors"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "v.safetensors: ok (2 tensors, 7 parameters; F16 4, BF16 3)\n"
+    );
+    assert_eq!(out.stderr, "");
+}
+
+/// One file per kind of fault, in one directory: golden human and JSON output, exit code 1.
+fn write_mixed_dir(dir: &Path) {
+    fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    fs::write(dir.join("valid.safetensors"), valid_file()).expect("write");
+    // Malformed: too short, bad JSON, duplicate key.
+    fs::write(dir.join("short.safetensors"), [1u8, 0, 0]).expect("write");
+    fs::write(dir.join("syntax.safetensors"), raw("{\"a\":", &[], true)).expect("write");
+    fs::write(
+        dir.join("dup.safetensors"),
+        raw(
+            r#"{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+            &[7],
+            true,
+        ),
+    )
+    .expect("write");
+    // Invalid: a gap, trailing data, unknown dtype.
+    fs::write(
+        dir.join("sub/gap.safetensors"),
+        raw(
+            r#"{"w":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}"#,
+            &[0; 4],
+            true,
+        ),
+    )
+    .expect("write");
+    fs::write(
+        dir.join("sub/trailing.safetensors"),
+        raw(
+            r#"{"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#,
+            &[0; 5],
+            true,
+        ),
+    )
+    .expect("write");
+    fs::write(
+        dir.join("sub/dtype.safetensors"),
+        raw(
+            r#"{"w":{"dtype":"F17","shape":[2],"data_offsets":[0,2]}}"#,
+            &[0; 2],
+            true,
+        ),
+    )
+    .expect("write");
+    // Valid with a warning: the header length is not a multiple of 8.
+    let mut warn = raw(
+        r#"{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+        &[],
+        false,
+    );
+    if (warn.len() - 8).is_multiple_of(8) {
+        warn = raw(
+            r#"{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]} }"#,
+            &[],
+            false,
+        );
+    }
+    warn.push(9);
+    fs::write(dir.join("warn.safetensors"), warn).expect("write");
+    // Not matched by the walk.
+    fs::write(dir.join("notes.txt"), "hello").expect("write");
+}
+
+#[test]
+fn directory_of_each_fault_human_golden() {
+    let dir = tempdir("mixed-human");
+    write_mixed_dir(&dir.join("models"));
+    let out = run_in(&dir, &["--jobs", "3", "models"], None);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stderr, "");
+    golden("mixed.txt", &out.stdout);
+    // Every file gets exactly one verdict line, in sorted path order.
+    let verdicts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("models/"))
+        .map(|l| l.split(": ").next().unwrap_or(""))
+        .collect();
+    let mut sorted = verdicts.clone();
+    sorted.sort();
+    assert_eq!(verdicts, sorted);
+    assert_eq!(verdicts.len(), 8);
+}
+
+#[test]
+fn directory_of_each_fault_json_golden_and_parsed() {
+    let dir = tempdir("mixed-json");
+    write_mixed_dir(&dir.join("models"));
+    let out = run_in(&dir, &["--json", "-j", "2", "models"], None);
+    assert_eq!(out.code, 1);
+    golden("mixed.jsonl", &out.stdout);
+    let lines = json_lines(&out.stdout);
+    let by_path = |p: &str| -> &Value {
+        lines
+            .iter()
+            .find(|v| v["data"]["path"] == p)
+            .unwrap_or_else(|| panic!("no line for {p}"))
+    };
+    let expect = [
+        ("models/short.safetensors", "FRAME-SHORT", "malformed"),
+        ("models/syntax.safetensors", "JSON-SYNTAX", "malformed"),
+        ("models/dup.safetensors", "JSON-DUPLICATE-KEY", "malformed"),
+        ("models/sub/gap.safetensors", "LAYOUT-GAP", "invalid"),
+        (
+            "models/sub/trailing.safetensors",
+            "DATA-TRAILING",
+            "invalid",
+        ),
+        ("models/sub/dtype.safetensors", "DTYPE-UNKNOWN", "invalid"),
+    ];
+    for (path, rule, kind) in expect {
+        let v = by_path(path);
+        assert_eq!(v["type"], "file");
+        assert_eq!(v["data"]["status"], "invalid", "{path}");
+        assert_eq!(v["data"]["error"]["rule"], rule, "{path}");
+        assert_eq!(v["data"]["error"]["kind"], kind, "{path}");
+        assert!(v["data"]["error"]["offset"].is_u64(), "{path}");
+    }
+    assert_eq!(
+        by_path("models/sub/trailing.safetensors")["data"]["error"]["offset"],
+        8 + 56 + 2
+    );
+    let valid = by_path("models/valid.safetensors");
+    assert_eq!(valid["data"]["status"], "valid");
+    assert_eq!(valid["data"]["parameters"], 7);
+    assert_eq!(valid["data"]["by_dtype"][0]["dtype"], "F16");
+    assert_eq!(valid["data"]["by_dtype"][0]["parameters"], 4);
+    let warn = by_path("models/warn.safetensors");
+    assert_eq!(warn["data"]["status"], "valid");
+    assert_eq!(warn["data"]["warnings"][0]["rule"], "FRAME-ALIGN");
+    let summary = lines.last().expect("summary");
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["data"]["files"], 8);
+    assert_eq!(summary["data"]["valid"], 2);
+    assert_eq!(summary["data"]["invalid"], 6);
+    assert_eq!(summary["data"]["exit_code"], 1);
+}
+
+#[test]
+fn read_modes_agree() {
+    let dir = tempdir("modes");
+    write_mixed_dir(&dir.join("models"));
+    let verdicts = |mode: &[&str]| -> Vec<(Value, Value, Value)> {
+        let mut args = vec!["--json", "models"];
+        args.extend_from_slice(mode);
+        json_lines(&run_in(&dir, &args, None).stdout)
+            .into_iter()
+            .map(|v| {
+                (
+                    v["data"]["path"].clone(),
+                    v["data"]["status"].clone(),
+                    v["data"]["error"].clone(),
+                )
+            })
+            .collect()
+    };
+    let mmap = verdicts(&[]);
+    assert_eq!(mmap, verdicts(&["--no-mmap"]));
+    assert_eq!(mmap, verdicts(&["--stream"]));
+}
+
+#[test]
+fn deny_warnings_and_max_header_size() {
+    let dir = tempdir("flags");
+    write_mixed_dir(&dir);
+    let out = run_in(&dir, &["warn.safetensors"], None);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains("\n  warning FRAME-ALIGN: "),
+        "{}",
+        out.stdout
+    );
+    let out = run_in(&dir, &["--deny-warnings", "warn.safetensors"], None);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .starts_with("warn.safetensors: error FRAME-ALIGN: "),
+        "{}",
+        out.stdout
+    );
+    let out = run_in(
+        &dir,
+        &["--max-header-size", "16", "valid.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("error FRAME-HEADER-LIMIT: "),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn verbose_lists_tensors() {
+    let dir = tempdir("verbose");
+    fs::write(dir.join("v.safetensors"), valid_file()).expect("write");
+    let out = run_in(&dir, &["-v", "v.safetensors"], None);
+    assert_eq!(out.code, 0);
+    golden("verbose.txt", &out.stdout);
+    assert_eq!(out.stdout.matches("\n  tensor \"").count(), 2);
+}
+
+#[test]
+fn compare_reference_reports_divergence() {
+    let dir = tempdir("reference");
+    write_mixed_dir(&dir);
+    let out = run_in(
+        &dir,
+        &[
+            "--compare-reference",
+            "dup.safetensors",
+            "sub/gap.safetensors",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 1);
+    golden("compare-reference.txt", &out.stdout);
+    let out = run_in(
+        &dir,
+        &["--json", "--compare-reference", "dup.safetensors"],
+        None,
+    );
+    let v = &json_lines(&out.stdout)[0];
+    assert_eq!(v["data"]["error"]["rule"], "JSON-DUPLICATE-KEY");
+    assert_eq!(v["data"]["reference"]["verdict"], "accept");
+    assert_eq!(
+        v["data"]["reference"]["divergence"],
+        stcheck::Rule::JsonDuplicateKey
+            .reference_divergence()
+            .expect("documented divergence")
+    );
+    // The reference profile takes the reference's verdict: the duplicate-key file passes.
+    let out = run_in(&dir, &["--profile", "reference", "dup.safetensors"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out
+        .stdout
+        .starts_with("dup.safetensors: ok (reference profile; 1 tensors"));
+    let out = run_in(
+        &dir,
+        &["--profile", "reference", "sub/gap.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out
+        .stdout
+        .starts_with("sub/gap.safetensors: error reference rejects: "));
+}
+
+#[test]
+fn stdin_streams() {
+    let dir = tempdir("stdin");
+    let out = run_in(&dir, &["-"], Some(&valid_file()));
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.stdout,
+        "<stdin>: ok (2 tensors, 7 parameters; F16 4, BF16 3)\n"
+    );
+    let mut truncated = valid_file();
+    truncated.pop();
+    let out = run_in(&dir, &["--json", "-"], Some(&truncated));
+    assert_eq!(out.code, 1);
+    let v = &json_lines(&out.stdout)[0];
+    assert_eq!(v["data"]["mode"], "stream");
+    assert_eq!(v["data"]["error"]["rule"], "DATA-TRUNCATED");
+    // A header whose length field is hostile is rejected without reading the data.
+    let out = run_in(&dir, &["-"], Some(&u64::MAX.to_le_bytes()));
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("FRAME-HEADER-LIMIT"), "{}", out.stdout);
+}
+
+#[test]
+fn unreadable_paths_are_io_errors_not_verdicts() {
+    let dir = tempdir("io");
+    fs::write(dir.join("v.safetensors"), valid_file()).expect("write");
+    let out = run_in(&dir, &["missing.safetensors", "v.safetensors"], None);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.starts_with("stcheck: missing.safetensors: "),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stdout.contains("missing.safetensors"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("v.safetensors: ok"));
+    // A device is not a regular file.
+    let out = run_in(&dir, &["--json", "/dev/null"], None);
+    assert_eq!(out.code, 2);
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines[0]["data"]["status"], "io_error");
+    assert_eq!(lines[0]["data"]["io_error"], "not a regular file");
+    assert_eq!(lines[1]["data"]["io_errors"], 1);
+    // An I/O error wins over an invalid file.
+    fs::write(dir.join("bad.safetensors"), [0u8; 3]).expect("write");
+    let out = run_in(&dir, &["bad.safetensors", "nope"], None);
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_documents_exit_codes() {
+    let dir = tempdir("usage");
+    let out = run_in(&dir, &[], None);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.starts_with("stcheck: "), "{}", out.stderr);
+    let out = run_in(&dir, &["--frobnicate", "x"], None);
+    assert_eq!(out.code, 2);
+    let out = run_in(&dir, &["--help"], None);
+    assert_eq!(out.code, 0);
+    for needle in [
+        "Exit codes:",
+        "  0  every file is valid",
+        "  1  ",
+        "  2  usage error",
+    ] {
+        assert!(out.stdout.contains(needle), "help lacks {needle:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_reported_not_followed_unless_asked() {
+    let dir = tempdir("links");
+    fs::create_dir_all(dir.join("d")).expect("mkdir");
+    fs::write(dir.join("real.safetensors"), valid_file()).expect("write");
+    std::os::unix::fs::symlink("../real.safetensors", dir.join("d/link.safetensors"))
+        .expect("symlink");
+    let out = run_in(&dir, &["d"], None);
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.stdout,
+        "d/link.safetensors: skipped (symbolic link, not followed (use --follow-links))\n"
+    );
+    let out = run_in(&dir, &["--follow-links", "d"], None);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.starts_with("d/link.safetensors: ok (2 tensors"),
+        "{}",
+        out.stdout
+    );
+    // Named on the command line, a link is followed.
+    let out = run_in(&dir, &["d/link.safetensors"], None);
+    assert!(
+        out.stdout.starts_with("d/link.safetensors: ok"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn broken_pipe_ends_quietly() {
+    let dir = tempdir("pipe");
+    for i in 0..2000 {
+        fs::write(dir.join(format!("f{i:04}.safetensors")), valid_file()).expect("write");
+    }
+    let mut child = Command::new(BIN)
+        .args(["-j", "1", "."])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.code().is_some(), "killed by a signal");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+// ---- Sharded checkpoints ----
+
+fn index_out(dir: &Path, args: &[&str]) -> (Out, Value) {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    a.push("m.safetensors.index.json");
+    let out = run_in(dir, &a, None);
+    let v = json_lines(&out.stdout)
+        .into_iter()
+        .find(|v| v["type"] == "index")
+        .expect("an index line");
+    (out, v)
+}
+
+fn error_rules(v: &Value) -> Vec<String> {
+    v["data"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["rule"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn sharded_good_set() {
+    let dir = tempdir("shard-good");
+    write_good_set(&dir);
+    let out = run_in(&dir, &["m.safetensors.index.json"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(
+        out.stdout,
+        "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n"
+    );
+    let (_, v) = index_out(&dir, &[]);
+    assert_eq!(v["data"]["status"], "valid");
+    assert_eq!(v["data"]["total_size"], 36);
+    assert_eq!(v["data"]["computed_size"], 36);
+    // The whole directory: both shards as files, and the index as a set.
+    let out = run_in(&dir, &["."], None);
+    assert_eq!(out.code, 0);
+    golden("sharded-dir.txt", &out.stdout);
+}
+
+/// Each broken variant of the set, with the rule it must raise, the shard and tensor named.
+#[test]
+fn sharded_broken_in_every_way() {
+    type Breaker = fn(&Path);
+    /// Name, how to break the good set, the rule, the shard and the tensor it must name.
+    type Case = (
+        &'static str,
+        Breaker,
+        &'static str,
+        Option<&'static str>,
+        Option<&'static str>,
+    );
+    let cases: &[Case] = &[
+        (
+            "dup-key",
+            |d| {
+                fs::write(
+                    d.join("m.safetensors.index.json"),
+                    r#"{"weight_map":{"a":"m-1.safetensors","a":"m-1.safetensors"}}"#,
+                )
+                .expect("w")
+            },
+            "INDEX-JSON",
+            None,
+            None,
+        ),
+        (
+            "syntax",
+            |d| fs::write(d.join("m.safetensors.index.json"), "{\"weight_map\":").expect("w"),
+            "INDEX-JSON",
+            None,
+            None,
+        ),
+        (
+            "not-string",
+            |d| {
+                fs::write(
+                    d.join("m.safetensors.index.json"),
+                    r#"{"weight_map":{"a":1}}"#,
+                )
+                .expect("w")
+            },
+            "INDEX-SCHEMA",
+            None,
+            Some("a"),
+        ),
+        (
+            "no-weight-map",
+            |d| fs::write(d.join("m.safetensors.index.json"), r#"{"metadata":{}}"#).expect("w"),
+            "INDEX-SCHEMA",
+            None,
+            None,
+        ),
+        (
+            "parent-dir",
+            |d| {
+                fs::write(d.join("m.safetensors.index.json"), r#"{"weight_map":{"a":"../m-1.safetensors","b":"m-1.safetensors","c":"m-2.safetensors"}}"#).expect("w")
+            },
+            "INDEX-SHARD-NAME",
+            Some("../m-1.safetensors"),
+            None,
+        ),
+        (
+            "absolute",
+            |d| {
+                fs::write(d.join("m.safetensors.index.json"), r#"{"weight_map":{"a":"/etc/passwd","b":"m-1.safetensors","c":"m-2.safetensors"}}"#).expect("w")
+            },
+            "INDEX-SHARD-NAME",
+            Some("/etc/passwd"),
+            None,
+        ),
+        (
+            "missing",
+            |d| fs::remove_file(d.join("m-2.safetensors")).expect("rm"),
+            "INDEX-SHARD-MISSING",
+            Some("m-2.safetensors"),
+            None,
+        ),
+        (
+            "invalid-shard",
+            |d| {
+                fs::write(
+                    d.join("m-2.safetensors"),
+                    raw(
+                        r#"{"c":{"dtype":"F32","shape":[4],"data_offsets":[0,15]}}"#,
+                        &[0; 15],
+                        true,
+                    ),
+                )
+                .expect("w")
+            },
+            "INDEX-SHARD-INVALID",
+            Some("m-2.safetensors"),
+            Some("c"),
+        ),
+        (
+            "tensor-missing",
+            |d| {
+                fs::write(d.join("m.safetensors.index.json"), r#"{"weight_map":{"a":"m-1.safetensors","b":"m-1.safetensors","c":"m-2.safetensors","z":"m-2.safetensors"}}"#).expect("w")
+            },
+            "INDEX-TENSOR-MISSING",
+            Some("m-2.safetensors"),
+            Some("z"),
+        ),
+        (
+            "tensor-unlisted",
+            |d| {
+                fs::write(
+                    d.join("m.safetensors.index.json"),
+                    r#"{"weight_map":{"a":"m-1.safetensors","c":"m-2.safetensors"}}"#,
+                )
+                .expect("w")
+            },
+            "INDEX-TENSOR-UNLISTED",
+            Some("m-1.safetensors"),
+            Some("b"),
+        ),
+        (
+            "tensor-duplicate",
+            |d| fs::write(d.join("m-2.safetensors"), shard(&[("b", 3), ("c", 4)])).expect("w"),
+            "INDEX-TENSOR-DUPLICATE",
+            Some("m-2.safetensors"),
+            Some("b"),
+        ),
+        (
+            "total-size",
+            |d| {
+                fs::write(d.join("m.safetensors.index.json"), r#"{"metadata":{"total_size":35},"weight_map":{"a":"m-1.safetensors","b":"m-1.safetensors","c":"m-2.safetensors"}}"#).expect("w")
+            },
+            "INDEX-TOTAL-SIZE",
+            None,
+            None,
+        ),
+        (
+            "total-size-type",
+            |d| {
+                fs::write(d.join("m.safetensors.index.json"), r#"{"metadata":{"total_size":"36"},"weight_map":{"a":"m-1.safetensors","b":"m-1.safetensors","c":"m-2.safetensors"}}"#).expect("w")
+            },
+            "INDEX-TOTAL-SIZE",
+            None,
+            None,
+        ),
+    ];
+    for &(name, breaker, rule, shard, tensor) in cases {
+        let dir = tempdir(&format!("shard-{name}"));
+        write_good_set(&dir);
+        breaker(&dir);
+        let (out, v) = index_out(&dir, &[]);
+        assert_eq!(out.code, 1, "{name}: {}", out.stdout);
+        assert_eq!(v["data"]["status"], "invalid", "{name}");
+        let rules = error_rules(&v);
+        assert!(rules.contains(&rule.to_owned()), "{name}: {rules:?}");
+        let e = v["data"]["errors"]
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["rule"] == rule))
+            .expect("the error");
+        assert_eq!(e["shard"].as_str(), shard, "{name}: {e}");
+        assert_eq!(e["tensor"].as_str(), tensor, "{name}: {e}");
+        assert!(e["offset"].is_u64(), "{name}");
+        // Human form: the index path, then the rule.
+        let human = run_in(&dir, &["m.safetensors.index.json"], None);
+        assert!(
+            human
+                .stdout
+                .starts_with("m.safetensors.index.json: error INDEX-"),
+            "{name}: {}",
+            human.stdout
+        );
+        assert!(human.stdout.contains(rule), "{name}: {}", human.stdout);
+    }
+}
+
+#[test]
+fn sharded_invalid_shard_carries_its_own_error() {
+    let dir = tempdir("shard-cause");
+    write_good_set(&dir);
+    fs::write(dir.join("m-2.safetensors"), [0u8; 4]).expect("w");
+    let (_, v) = index_out(&dir, &[]);
+    let e = &v["data"]["errors"][0];
+    assert_eq!(e["rule"], "INDEX-SHARD-INVALID");
+    assert_eq!(e["cause"]["rule"], "FRAME-SHORT");
+    assert_eq!(v["data"]["shards"][1]["status"], "invalid");
+}
+
+#[test]
+fn sharded_unlisted_shard_is_a_warning() {
+    let dir = tempdir("shard-unlisted");
+    write_good_set(&dir);
+    fs::write(dir.join("stray.safetensors"), valid_file()).expect("w");
+    let (out, v) = index_out(&dir, &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(v["data"]["warnings"][0]["rule"], "INDEX-SHARD-UNLISTED");
+    assert_eq!(v["data"]["warnings"][0]["shard"], "stray.safetensors");
+    let (out, v) = index_out(&dir, &["--deny-warnings"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(error_rules(&v), vec!["INDEX-SHARD-UNLISTED".to_owned()]);
+}
+
+#[cfg(unix)]
+#[test]
+fn sharded_link_leaving_the_directory() {
+    let dir = tempdir("shard-link");
+    fs::create_dir_all(dir.join("set")).expect("mkdir");
+    write_good_set(&dir.join("set"));
+    fs::rename(
+        dir.join("set/m-2.safetensors"),
+        dir.join("outside.safetensors"),
+    )
+    .expect("mv");
+    std::os::unix::fs::symlink("../outside.safetensors", dir.join("set/m-2.safetensors"))
+        .expect("symlink");
+    let (out, v) = index_out(&dir.join("set"), &[]);
+    assert_eq!(out.code, 1);
+    assert_eq!(error_rules(&v), vec!["INDEX-SHARD-LINK".to_owned()]);
+    let (out, _) = index_out(&dir.join("set"), &["--follow-links"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    // A link that stays inside the directory is fine.
+    fs::rename(dir.join("outside.safetensors"), dir.join("set/real-2.bin")).expect("mv");
+    fs::remove_file(dir.join("set/m-2.safetensors")).expect("rm");
+    std::os::unix::fs::symlink("real-2.bin", dir.join("set/m-2.safetensors")).expect("symlink");
+    let (out, _) = index_out(&dir.join("set"), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn sharded_human_golden_for_several_faults() {
+    let dir = tempdir("shard-golden");
+    write_good_set(&dir);
+    fs::write(
+        dir.join("m.safetensors.index.json"),
+        r#"{"metadata":{"total_size":1},"weight_map":{"a":"m-1.safetensors","c":"m-1.safetensors","x":"gone.safetensors"}}"#,
+    )
+    .expect("w");
+    let out = run_in(&dir, &["m.safetensors.index.json"], None);
+    assert_eq!(out.code, 1);
+    golden("sharded-errors.txt", &out.stdout);
+    let out = run_in(&dir, &["--json", "m.safetensors.index.json"], None);
+    golden("sharded-errors.jsonl", &out.stdout);
+}
+
+// ---- The index checker as a library ----
+
+#[test]
+fn index_library_in_memory() {
+    let mut src = MemorySource::new();
+    src.insert("s.safetensors", shard(&[("a", 1)]));
+    let ok = check_index(
+        br#"{"weight_map":{"a":"s.safetensors"}}"#,
+        &src,
+        &Config::default(),
+    )
+    .expect("no I/O");
+    assert!(ok.is_valid(), "{:?}", ok.errors());
+    let bad = check_index(
+        br#"{"weight_map":{"a":"t.safetensors"}}"#,
+        &src,
+        &Config::default(),
+    )
+    .expect("no I/O");
+    let rules: Vec<_> = bad.errors().iter().map(|e| e.rule().id()).collect();
+    assert_eq!(rules, ["INDEX-SHARD-MISSING"]);
+    assert_eq!(bad.warnings()[0].rule().id(), "INDEX-SHARD-UNLISTED");
+}
+
+proptest::proptest! {
+    #[test]
+    fn index_checker_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+        let mut src = MemorySource::new();
+        src.insert("s.safetensors", bytes.clone());
+        let _ = check_index(&bytes, &src, &Config::default());
+    }
+
+    #[test]
+    fn index_checker_never_panics_on_near_valid(
+        cut in 0usize..120,
+        byte in proptest::num::u8::ANY,
+        at in 0usize..120,
+    ) {
+        let mut index = br#"{"metadata":{"total_size":4},"weight_map":{"a":"s.safetensors","\u0062":"s.safetensors"}}"#.to_vec();
+        if let Some(b) = index.get_mut(at) {
+            *b = byte;
+        }
+        index.truncate(cut.max(1));
+        let mut src = MemorySource::new();
+        src.insert("s.safetensors", shard(&[("a", 1)]));
+        let _ = check_index(&index, &src, &Config::default());
+    }
+}
+
+// ---- Deep scan flags ----
+
+#[test]
+fn deep_scan_counts_nonfinite_and_hashes() {
+    use sha2::Digest;
+    let dir = tempdir("deep");
+    let mut data = Vec::new();
+    for x in [1.0f32, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    let file = serialize(&[TensorSpec::new("x", Dtype::F32, &[4], &data)], &[]).expect("serialize");
+    fs::write(dir.join("nf.safetensors"), &file).expect("write");
+    let out = run_in(&dir, &["--json", "--sha256", "nf.safetensors"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let v = &json_lines(&out.stdout)[0];
+    let nf = &v["data"]["deep"]["non_finite"][0];
+    assert_eq!(
+        (
+            nf["nan"].as_u64(),
+            nf["pos_inf"].as_u64(),
+            nf["neg_inf"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+    let hex: String = sha2::Sha256::digest(&file)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v["data"]["deep"]["sha256"], hex.as_str());
+    // The same through standard input and with --no-mmap.
+    for args in [
+        &["--json", "--sha256", "-"][..],
+        &["--json", "--sha256", "--no-mmap", "nf.safetensors"][..],
+    ] {
+        let out = run_in(&dir, args, Some(&file));
+        let w = &json_lines(&out.stdout)[0];
+        assert_eq!(w["data"]["deep"], v["data"]["deep"], "{args:?}");
+    }
+    let out = run_in(&dir, &["--deny-nonfinite", "nf.safetensors"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("error DATA-NONFINITE"),
+        "{}",
+        out.stdout
+    );
+}
