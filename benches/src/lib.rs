@@ -1,1 +1,228 @@
+//! Shared builders for benchmark inputs: safetensors files with many tensors whose headers look
+//! like real checkpoints (`model.layers.12.self_attn.q_proj.weight`, mixed dtypes, 2-D shapes),
+//! but whose data region stays small.
+//!
+//! Most tensors are zero-size (`[0, 4096]`), so a header of 100 MB needs only a few MB of data;
+//! one tensor in 16 holds a few bytes (`[1, 8k]`), so the offsets grow and the layout check has
+//! real work. Every begin offset is a multiple of 8, so the files validate without a warning.
+//! Tensors are written in offset order, `__metadata__` first. Everything is deterministic.
 
+use std::io::Write as _;
+
+use stcheck::Dtype;
+
+/// A benchmark input: the header bytes and the whole file around them.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The whole file: the 8-byte length, the header, the data region.
+    pub file: Vec<u8>,
+    /// Number of tensors declared.
+    pub tensors: usize,
+}
+
+impl Input {
+    /// The header bytes (the N bytes after the length field).
+    pub fn header(&self) -> &[u8] {
+        &self.file[8..8 + self.header_len()]
+    }
+
+    /// The header length N.
+    pub fn header_len(&self) -> usize {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&self.file[..8]);
+        usize::try_from(u64::from_le_bytes(le)).unwrap_or(usize::MAX)
+    }
+
+    /// Length of the data region.
+    pub fn data_len(&self) -> usize {
+        self.file.len() - 8 - self.header_len()
+    }
+}
+
+const DTYPES: [Dtype; 8] = [
+    Dtype::BF16,
+    Dtype::BF16,
+    Dtype::F16,
+    Dtype::F32,
+    Dtype::BF16,
+    Dtype::F8_E4M3,
+    Dtype::I64,
+    Dtype::U8,
+];
+
+const WIDTHS: [u64; 7] = [4096, 11008, 14336, 1024, 128, 32000, 151936];
+
+const ATTN: [&str; 4] = ["q_proj", "k_proj", "v_proj", "o_proj"];
+const NORMS: [&str; 2] = ["input_layernorm", "post_attention_layernorm"];
+const EXPERT: [&str; 3] = ["gate_proj", "up_proj", "down_proj"];
+const EXPERTS: usize = 64;
+const PER_LAYER: usize = ATTN.len() + NORMS.len() + EXPERTS * EXPERT.len();
+
+/// The name of tensor `i`: the embedding first, then per layer the attention projections,
+/// the norms and the experts' MLPs (a mixture-of-experts model).
+fn write_name(out: &mut Vec<u8>, i: usize) {
+    if i == 0 {
+        out.extend_from_slice(b"model.embed_tokens.weight");
+        return;
+    }
+    let j = i - 1;
+    let (layer, slot) = (j / PER_LAYER, j % PER_LAYER);
+    let _ = if slot < ATTN.len() {
+        write!(out, "model.layers.{layer}.self_attn.{}.weight", ATTN[slot])
+    } else if slot < ATTN.len() + NORMS.len() {
+        write!(
+            out,
+            "model.layers.{layer}.{}.weight",
+            NORMS[slot - ATTN.len()]
+        )
+    } else {
+        let k = slot - ATTN.len() - NORMS.len();
+        write!(
+            out,
+            "model.layers.{layer}.mlp.experts.{}.{}.weight",
+            k / EXPERT.len(),
+            EXPERT[k % EXPERT.len()]
+        )
+    };
+}
+
+struct Gen {
+    header: Vec<u8>,
+    entry: Vec<u8>,
+    offset: u64,
+    count: usize,
+}
+
+impl Gen {
+    fn new(capacity: usize) -> Self {
+        let mut header = Vec::with_capacity(capacity);
+        header.extend_from_slice(br#"{"__metadata__":{"format":"pt"}"#);
+        Gen {
+            header,
+            entry: Vec::with_capacity(256),
+            offset: 0,
+            count: 0,
+        }
+    }
+
+    /// Format entry number `count` into `self.entry` (with its leading comma); returns its
+    /// byte length.
+    fn next_entry(&mut self) -> u64 {
+        let i = self.count;
+        let dtype = DTYPES[i % DTYPES.len()];
+        let (shape, bytes) = if i.is_multiple_of(16) {
+            let cols = 8 * (1 + (i / 16) % 8) as u64;
+            ([1, cols], cols * dtype.bits() / 8)
+        } else {
+            ([0, WIDTHS[i % WIDTHS.len()]], 0)
+        };
+        self.entry.clear();
+        self.entry.extend_from_slice(b",\"");
+        write_name(&mut self.entry, i);
+        let _ = write!(
+            self.entry,
+            r#"":{{"dtype":"{}","shape":[{},{}],"data_offsets":[{},{}]}}"#,
+            dtype.name(),
+            shape[0],
+            shape[1],
+            self.offset,
+            self.offset + bytes
+        );
+        bytes
+    }
+
+    fn commit(&mut self, bytes: u64) {
+        self.header.extend_from_slice(&self.entry);
+        self.offset += bytes;
+        self.count += 1;
+    }
+
+    /// Close the object, pad with spaces to `pad_to` bytes (or a multiple of 8), and frame it.
+    fn finish(mut self, pad_to: Option<usize>) -> Input {
+        self.header.push(b'}');
+        let target = pad_to.unwrap_or(self.header.len().div_ceil(8) * 8);
+        self.header.resize(target.max(self.header.len()), b' ');
+        let data_len = usize::try_from(self.offset).unwrap_or(usize::MAX);
+        let mut file = Vec::with_capacity(8 + self.header.len() + data_len);
+        file.extend_from_slice(&(self.header.len() as u64).to_le_bytes());
+        file.extend_from_slice(&self.header);
+        file.resize(file.len() + data_len, 0);
+        Input {
+            file,
+            tensors: self.count,
+        }
+    }
+}
+
+/// A file with `n` tensors.
+pub fn with_tensors(n: usize) -> Input {
+    let mut g = Gen::new(n.saturating_mul(120) + 64);
+    for _ in 0..n {
+        let bytes = g.next_entry();
+        g.commit(bytes);
+    }
+    g.finish(None)
+}
+
+/// A file whose header is exactly `header_len` bytes: as many tensors as fit, then spaces.
+pub fn with_header_len(header_len: usize) -> Input {
+    let mut g = Gen::new(header_len);
+    loop {
+        let bytes = g.next_entry();
+        // Room for this entry and the closing brace.
+        if g.header.len() + g.entry.len() + 1 > header_len {
+            break;
+        }
+        g.commit(bytes);
+    }
+    g.finish(Some(header_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &Input) {
+        let config = stcheck::Config::default();
+        let report = stcheck::validate(&input.file, &config).expect("valid for stcheck");
+        assert_eq!(report.len(), input.tensors);
+        assert!(report.warnings().is_empty(), "{:?}", report.warnings());
+        assert_eq!(report.data_len() as usize, input.data_len());
+        let (n, metadata) =
+            safetensors::SafeTensors::read_metadata(&input.file).expect("valid for the reference");
+        assert_eq!(n, input.header_len());
+        assert_eq!(metadata.tensors().len(), input.tensors);
+        let _: serde::de::IgnoredAny =
+            serde_json::from_slice(input.header()).expect("well-formed JSON");
+    }
+
+    #[test]
+    fn inputs_validate_on_both_sides() {
+        for n in [1, 2, 17, 1000] {
+            check(&with_tensors(n));
+        }
+        let near = with_header_len(100_000);
+        assert_eq!(near.header_len(), 100_000);
+        assert!(near.tensors > 700, "{}", near.tensors);
+        check(&near);
+    }
+
+    #[test]
+    fn names_look_like_a_checkpoint() {
+        let input = with_tensors(PER_LAYER + 3);
+        let report = stcheck::validate(&input.file, &stcheck::Config::default()).expect("valid");
+        let names: Vec<&str> = report.tensors().map(|t| t.name).collect();
+        assert_eq!(names[0], "model.embed_tokens.weight");
+        assert_eq!(names[1], "model.layers.0.self_attn.q_proj.weight");
+        assert_eq!(names[5], "model.layers.0.input_layernorm.weight");
+        assert_eq!(names[7], "model.layers.0.mlp.experts.0.gate_proj.weight");
+        assert_eq!(
+            names[PER_LAYER],
+            "model.layers.0.mlp.experts.63.down_proj.weight"
+        );
+        assert_eq!(
+            names[PER_LAYER + 1],
+            "model.layers.1.self_attn.q_proj.weight"
+        );
+    }
+}

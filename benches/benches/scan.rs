@@ -1,0 +1,152 @@
+//! Deep-scan throughput against the memory-bandwidth floor, on one memory-mapped file that is
+//! already in the page cache.
+//!
+//! `scan/baseline` sums the file's u64 words (what reading the mapping costs on this machine);
+//! `scan/deep` is `stcheck::deep::scan` single-threaded, `scan/deep+sha256` adds the SHA-256 of
+//! the whole file in the same pass, `scan/deep-2threads` splits the tensors across 2 threads and
+//! `scan/deep+sha256-2threads` hashes on one thread while the other scans.
+//!
+//! The file (F16, BF16, F32 and BOOL tensors, finite values) is built once under
+//! `CARGO_TARGET_TMPDIR` and reused. Its size is `STCHECK_SCAN_MIB` MiB (default 512); under
+//! `cargo test --benches` (criterion's test mode) a 4 MiB file is used instead.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use stcheck::deep::{scan, DeepOptions};
+use stcheck::write::{serialize_to, TensorSpec};
+use stcheck::{Config, Dtype};
+
+fn size_mib() -> u64 {
+    // Criterion benchmarks only with `--bench` (as `cargo bench` passes) and without `--test`;
+    // otherwise (`cargo test --benches`, `--list`) each benchmark runs once: a small file will do.
+    let args: Vec<String> = std::env::args().collect();
+    let measuring =
+        args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list");
+    if !measuring {
+        return 4;
+    }
+    std::env::var("STCHECK_SCAN_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
+}
+
+/// Deterministic pseudo-random words (xorshift64), masked so every value is finite.
+fn fill(len: usize, seed: u64, mask_and: u64, mask_or: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&((x & mask_and) | mask_or).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn build(path: &PathBuf, mib: u64) {
+    // 8 tensors of mib/8 MiB each: 2 x F16, 2 x BF16, 3 x F32, 1 x BOOL.
+    let each = usize::try_from(mib * (1 << 20) / 8).expect("size fits in memory");
+    // Clearing the top exponent bit of every lane keeps it finite.
+    let f16 = !0x4000_4000_4000_4000u64;
+    let f32 = !0x4000_0000_4000_0000u64;
+    let kinds = [
+        ("a.f16", Dtype::F16, 2, f16, 0),
+        ("b.f16", Dtype::F16, 2, f16, 0),
+        ("c.bf16", Dtype::BF16, 2, f16, 0),
+        ("d.bf16", Dtype::BF16, 2, f16, 0),
+        ("e.f32", Dtype::F32, 4, f32, 0),
+        ("f.f32", Dtype::F32, 4, f32, 0),
+        ("g.f32", Dtype::F32, 4, f32, 0),
+        ("h.bool", Dtype::BOOL, 1, 0x0101_0101_0101_0101, 0),
+    ];
+    let data: Vec<Vec<u8>> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, k)| fill(each, 0x9E37_79B9_7F4A_7C15 ^ i as u64, k.3, k.4))
+        .collect();
+    let shapes: Vec<[u64; 1]> = kinds.iter().map(|k| [(each / k.2) as u64]).collect();
+    let specs: Vec<TensorSpec<'_>> = kinds
+        .iter()
+        .zip(&data)
+        .zip(&shapes)
+        .map(|((k, d), s)| TensorSpec::new(k.0, k.1, s, d))
+        .collect();
+    let tmp = path.with_extension("tmp");
+    let w = BufWriter::new(File::create(&tmp).expect("create bench file"));
+    serialize_to(w, &specs, &[]).expect("write bench file");
+    std::fs::rename(&tmp, path).expect("rename bench file");
+}
+
+fn bench_file(mib: u64) -> memmap2::Mmap {
+    let path =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("scan-{mib}mib-v1.safetensors"));
+    if !path.exists() {
+        build(&path, mib);
+    }
+    let file = File::open(&path).expect("open bench file");
+    // SAFETY: the file lives under target/, is written once above (to a temporary name, then
+    // renamed) and never modified while mapped; the bench only reads the mapping.
+    #[allow(unsafe_code)]
+    let map = unsafe { memmap2::Mmap::map(&file) }.expect("mmap bench file");
+    map
+}
+
+fn baseline(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .fold(0u64, u64::wrapping_add)
+}
+
+fn scan_bench(c: &mut Criterion) {
+    let mib = size_mib();
+    let map = bench_file(mib);
+    let bytes: &[u8] = &map;
+    let config = Config::default();
+    let report = stcheck::validate(bytes, &config).expect("bench file is valid");
+    // Warm the page cache and the mapping's page tables.
+    black_box(baseline(bytes));
+
+    let run = |opts: &DeepOptions| {
+        let mut r = report.clone();
+        let deep = scan(bytes, &mut r, &config, opts).expect("bench file scans clean");
+        assert_eq!(deep.bytes_scanned, report.data_len());
+        deep
+    };
+    // The file is finite and boolean-clean: nothing to warn about.
+    assert!(run(&DeepOptions::new())
+        .tensors
+        .iter()
+        .all(|t| t.non_finite() == 0));
+
+    let mut g = c.benchmark_group("scan");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("baseline", |b| {
+        b.iter(|| black_box(baseline(black_box(bytes))))
+    });
+    let deep = DeepOptions::new();
+    g.bench_function("deep", |b| b.iter(|| black_box(run(&deep))));
+    let sha = DeepOptions::new().sha256(true);
+    g.bench_function("deep+sha256", |b| b.iter(|| black_box(run(&sha))));
+    let two = DeepOptions::new().threads(2);
+    g.bench_function("deep-2threads", |b| b.iter(|| black_box(run(&two))));
+    // The hash on a thread of its own, the scan on the other.
+    let two_sha = DeepOptions::new().sha256(true).threads(2);
+    g.bench_function("deep+sha256-2threads", |b| {
+        b.iter(|| black_box(run(&two_sha)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, scan_bench);
+criterion_main!(benches);
