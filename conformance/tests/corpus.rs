@@ -1,0 +1,402 @@
+//! The golden corpus: regeneration is byte-identical, stcheck's strict profile agrees with every
+//! recipe, and every rule is covered on both sides.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use stcheck::{Config, Rule, Severity};
+use stcheck_conformance::corpus::{self, build, expected, Recipe, Verdict};
+
+fn corpus_dir() -> PathBuf {
+    corpus::default_corpus_dir()
+}
+
+fn recipes() -> Vec<Recipe> {
+    match corpus::load_recipes(&corpus_dir().join("recipes")) {
+        Ok(r) => r,
+        Err(e) => panic!("recipes do not load: {e}"),
+    }
+}
+
+fn committed(recipes: &[Recipe]) -> impl Iterator<Item = &Recipe> {
+    recipes.iter().filter(|r| !r.large)
+}
+
+fn bytes_of(r: &Recipe) -> Vec<u8> {
+    match build::file_bytes(r) {
+        Ok(b) => b,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A scratch directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("stcorpus-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn regeneration_reproduces_every_committed_byte() {
+    let dir = corpus_dir();
+    let tmp = TempDir::new("regen");
+    let summary = corpus::generate(&dir.join("recipes"), &tmp.0).expect("generate");
+    assert!(summary.files > 0);
+
+    let fresh = corpus::case_files(&tmp.0);
+    let old = corpus::case_files(&dir);
+    let missing: Vec<_> = fresh.iter().filter(|p| !old.contains(p)).collect();
+    let stale: Vec<_> = old.iter().filter(|p| !fresh.contains(p)).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "regenerate the corpus (cargo run -p stcheck-conformance --bin stcorpus -- generate): \
+         not committed: {missing:?}; committed but no recipe: {stale:?}"
+    );
+    let mut differ = Vec::new();
+    for p in fresh.iter().map(String::as_str).chain(["manifest.json"]) {
+        let a = fs::read(tmp.0.join(p)).expect("read generated");
+        let b = fs::read(dir.join(p)).unwrap_or_default();
+        if a != b {
+            differ.push(p.to_owned());
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "regenerating differs from the committed corpus in {differ:?}: \
+         run `cargo run -p stcheck-conformance --bin stcorpus -- generate` and commit"
+    );
+}
+
+fn ids(v: &[stcheck::Warning]) -> Vec<&'static str> {
+    v.iter().map(|w| w.rule().id()).collect()
+}
+
+fn is_deep_rule(id: &str) -> bool {
+    matches!(id, "DATA-BOOL" | "DATA-NONFINITE" | "DATA-POLYGLOT")
+}
+
+/// Compare a report with the expected content the manifest records.
+fn check_content(r: &Recipe, file: &[u8], report: &stcheck::Report<'_>, out: &mut Vec<String>) {
+    let want = match expected::expected(file) {
+        Ok(e) => e,
+        Err(e) => {
+            out.push(format!("{}: expected content: {e}", r.id));
+            return;
+        }
+    };
+    let got: Vec<expected::ExpectedTensor> = report
+        .tensors()
+        .map(|t| expected::ExpectedTensor {
+            name: t.name.to_owned(),
+            dtype: t.dtype.name().to_owned(),
+            shape: t.shape.iter().map(u64::to_string).collect(),
+            data_offsets: [t.begin.to_string(), t.end.to_string()],
+            sha256: expected::sha256_hex(t.data(file)),
+        })
+        .collect();
+    if got != want.tensors {
+        out.push(format!(
+            "{}: tensors differ:\n  stcheck  {got:?}\n  manifest {:?}",
+            r.id, want.tensors
+        ));
+    }
+    let got_meta: Option<Vec<(String, String)>> = match report.metadata_form() {
+        stcheck::MetadataForm::Map => Some(
+            report
+                .metadata()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        ),
+        _ => None,
+    };
+    let want_meta = want.metadata.map(|m| m.0);
+    if got_meta != want_meta {
+        out.push(format!(
+            "{}: metadata differs: stcheck {got_meta:?}, manifest {want_meta:?}",
+            r.id
+        ));
+    }
+}
+
+/// Cases where stcheck is wrong by SPEC.md, reported to the maintainers: each must still
+/// disagree (so the entry is removed when the bug is fixed), and nothing else may.
+const KNOWN_STCHECK_BUGS: &[(&str, &str)] = &[];
+
+#[test]
+fn strict_agrees_with_every_recipe() {
+    let config = Config::default();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for r in committed(&recipes()) {
+        let file = bytes_of(r);
+        checked += 1;
+        let accept = corpus::strict_accepts(r);
+        let result = stcheck::validate(&file, &config).map(|rep| rep.into_owned());
+        let mut report = match result {
+            Ok(rep) => rep,
+            Err(e) => {
+                if accept {
+                    failures.push(format!("{}: recipe accepts, stcheck rejects: {e}", r.id));
+                } else if r.deep {
+                    failures.push(format!(
+                        "{}: deep-only fault, but the header-level check rejects: {e}",
+                        r.id
+                    ));
+                } else if r.rules.first().map(String::as_str) != Some(e.rule().id()) {
+                    failures.push(format!(
+                        "{}: recipe rejects by {:?}, stcheck by {e}",
+                        r.id,
+                        r.rules.first()
+                    ));
+                }
+                continue;
+            }
+        };
+        // The header-level result, before the deep scan.
+        let header_warnings: Vec<&str> = r
+            .warnings
+            .iter()
+            .map(String::as_str)
+            .filter(|w| !is_deep_rule(w))
+            .collect();
+        if ids(report.warnings()) != header_warnings {
+            failures.push(format!(
+                "{}: header-level warnings {:?}, recipe {:?}",
+                r.id,
+                ids(report.warnings()),
+                header_warnings
+            ));
+        }
+        let deep = stcheck::deep::scan(
+            &file,
+            &mut report,
+            &config,
+            &stcheck::deep::DeepOptions::new(),
+        );
+        match (deep, accept) {
+            (Ok(_), true) => {
+                let got = ids(report.warnings());
+                if got != r.warnings {
+                    failures.push(format!(
+                        "{}: warnings after the deep scan {got:?}, recipe {:?}",
+                        r.id, r.warnings
+                    ));
+                }
+                check_content(r, &file, &report, &mut failures);
+            }
+            (Ok(_), false) => failures.push(format!(
+                "{}: recipe rejects by {:?}, stcheck accepts (deep scan included)",
+                r.id,
+                r.rules.first()
+            )),
+            (Err(e), true) => failures.push(format!(
+                "{}: recipe accepts, the deep scan rejects: {e}",
+                r.id
+            )),
+            (Err(e), false) => {
+                if !r.deep {
+                    failures.push(format!(
+                        "{}: only the deep scan rejects ({e}) but the recipe is not deep: true",
+                        r.id
+                    ));
+                } else if r.rules.first().map(String::as_str) != Some(e.rule().id()) {
+                    failures.push(format!(
+                        "{}: recipe rejects by {:?}, the deep scan by {e}",
+                        r.id,
+                        r.rules.first()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 150);
+    for (id, why) in KNOWN_STCHECK_BUGS {
+        let before = failures.len();
+        failures.retain(|f| !f.starts_with(&format!("{id}: ")));
+        assert!(
+            failures.len() < before,
+            "{id} now agrees with its recipe ({why}): remove it from KNOWN_STCHECK_BUGS"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreement(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn deep_flag_matches_what_a_header_only_check_sees() {
+    // A case is `deep: true` exactly when a deep-scan rule decides it.
+    for r in committed(&recipes()) {
+        let deep_rule = (r.verdict == Verdict::Reject
+            && r.rules.first().is_some_and(|id| is_deep_rule(id)))
+            || r.warnings.iter().any(|w| is_deep_rule(w));
+        assert_eq!(r.deep, deep_rule, "{}: deep flag", r.id);
+    }
+}
+
+#[test]
+fn every_rule_is_covered_on_both_sides() {
+    let all = recipes();
+    let mut rejected: BTreeSet<&str> = BTreeSet::new();
+    let mut accepted: BTreeSet<&str> = BTreeSet::new();
+    let mut warned: BTreeSet<&str> = BTreeSet::new();
+    for r in committed(&all) {
+        match r.verdict {
+            Verdict::Reject => rejected.extend(r.rules.iter().map(String::as_str)),
+            Verdict::Accept => {
+                accepted.extend(r.rules.iter().map(String::as_str));
+                warned.extend(r.warnings.iter().map(String::as_str));
+            }
+            Verdict::ImplementationDefined => {}
+        }
+    }
+    let mut missing = Vec::new();
+    for rule in Rule::ALL {
+        let id = rule.id();
+        if id.starts_with("INDEX-") {
+            // Rules of sharded checkpoints (an index JSON plus shard files): a case of this
+            // corpus is one .safetensors file, so they are tested in the validator's own tests.
+            continue;
+        }
+        match rule.severity() {
+            Severity::Error => {
+                if !rejected.contains(id) {
+                    missing.push(format!("{id}: no rejected case"));
+                }
+                if !accepted.contains(id) {
+                    missing.push(format!("{id}: no accepted near-miss case"));
+                }
+            }
+            Severity::Warning => {
+                if !warned.contains(id) {
+                    missing.push(format!("{id}: no accepted case that raises it"));
+                }
+                // The near miss: an accepted case exercising the rule without raising it.
+                let near_miss = committed(&all).any(|r| {
+                    r.verdict == Verdict::Accept
+                        && r.rules.iter().any(|x| x == id)
+                        && !r.warnings.iter().any(|x| x == id)
+                });
+                if !near_miss {
+                    missing.push(format!("{id}: no accepted near-miss case"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "coverage gaps:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn corpus_has_at_least_150_cases_and_every_dtype() {
+    let all = recipes();
+    let n = committed(&all).count();
+    assert!(n >= 150, "only {n} committed cases");
+    let dtypes: BTreeSet<String> = committed(&all)
+        .filter(|r| r.id.starts_with("valid/dtype/"))
+        .filter_map(|r| expected::expected(&bytes_of(r)).ok())
+        .flat_map(|e| e.tensors.into_iter().map(|t| t.dtype))
+        .collect();
+    for d in stcheck::Dtype::ALL {
+        assert!(dtypes.contains(d.name()), "no valid/dtype case of {d}");
+    }
+    assert!(all.iter().any(|r| r.id == "valid/dtype/f4-even"));
+}
+
+/// Every corpus file that SPEC.md cites exists.
+#[test]
+fn spec_cites_only_existing_cases() {
+    let spec_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../SPEC.md");
+    let spec = fs::read_to_string(&spec_path).expect("SPEC.md");
+    let ids: BTreeSet<String> = recipes().into_iter().map(|r| r.id).collect();
+    let mut missing = Vec::new();
+    for piece in spec.split('`') {
+        let Some(id) = piece.strip_suffix(".safetensors") else {
+            continue;
+        };
+        let is_case = corpus::CASE_DIRS
+            .iter()
+            .any(|d| id.starts_with(&format!("{d}/")));
+        if is_case && !id.contains('<') && !ids.contains(id) {
+            missing.push(id.to_owned());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "SPEC.md cites cases that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn manifest_schema_holds() {
+    let text = fs::read_to_string(corpus_dir().join("manifest.json")).expect("manifest.json");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
+    assert_eq!(v["version"], "1");
+    let cases = v["cases"].as_array().expect("cases");
+    for c in cases.iter().chain(v["large"].as_array().expect("large")) {
+        let id = c["id"].as_str().expect("id");
+        let verdict = c["verdict"].as_str().expect("verdict");
+        assert!(
+            ["accept", "reject", "implementation-defined"].contains(&verdict),
+            "{id}"
+        );
+        assert_eq!(
+            c.get("reason").is_some(),
+            verdict == "implementation-defined",
+            "{id}"
+        );
+        assert!(["accept", "reject", "panic"].contains(&c["reference"].as_str().expect("ref")));
+        assert!(c["deep"].is_boolean() && c["rules"].is_array() && c["warnings"].is_array());
+        if verdict == "accept" {
+            let e = &c["expected"];
+            assert!(e["metadata"].is_null() || e["metadata"].is_object(), "{id}");
+            for t in e["tensors"].as_array().expect("tensors") {
+                for d in t["shape"].as_array().expect("shape") {
+                    assert!(d.as_str().is_some_and(|s| s.parse::<u64>().is_ok()), "{id}");
+                }
+                assert_eq!(t["sha256"].as_str().map(str::len), Some(64), "{id}");
+            }
+        } else if verdict == "reject" {
+            assert!(c.get("expected").is_none(), "{id}");
+        }
+    }
+}
+
+/// The large cases (hundreds of MB, built in memory): `cargo test -p stcheck-conformance
+/// --test corpus -- --ignored`.
+#[test]
+#[ignore = "builds several hundred MB"]
+fn strict_agrees_with_the_large_cases() {
+    for r in recipes().iter().filter(|r| r.large) {
+        let file = bytes_of(r);
+        match stcheck::validate(&file, &Config::default()) {
+            Ok(rep) => {
+                assert!(corpus::strict_accepts(r), "{}: stcheck accepts", r.id);
+                assert_eq!(ids(rep.warnings()), r.warnings, "{}", r.id);
+            }
+            Err(e) => {
+                assert!(!corpus::strict_accepts(r), "{}: stcheck rejects: {e}", r.id);
+                assert_eq!(
+                    r.rules.first().map(String::as_str),
+                    Some(e.rule().id()),
+                    "{}",
+                    r.id
+                );
+            }
+        }
+    }
+}
