@@ -1,1 +1,5 @@
+/// The conformance runner: manifest, protocol, classification, known failures, reports.
+pub mod runner;
 
+/// The golden corpus: text recipes, the deterministic generator, and the manifest.
+pub mod corpus;

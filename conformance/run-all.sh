@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# One command for the conformance suite: set up the adapters' environments, build the runner,
+# run every adapter over corpus/, check each run against its known-failures file, check the
+# acceptance criteria, and regenerate CONFORMANCE.md.
+#
+# Usage: conformance/run-all.sh [--ci] [--large] [--bless] [--no-setup] [--report-only]
+#   --ci        only the adapters marked "ci" in conformance/adapters.json (stcheck strict and
+#               reference profile, the reference crate, Python safetensors); does not rewrite
+#               CONFORMANCE.md. This is what CI runs.
+#   --large     also generate the large cases (about 225 MB, into target/corpus-large) and
+#               run them; without it their known results are kept but not checked
+#   --bless     rewrite every known-failures file from this run (review the diff!)
+#   --no-setup  skip the setup scripts (the venv and node_modules must exist)
+#   --report-only  run nothing: rewrite CONFORMANCE.md from the results of the last run
+#               (target/conformance-results), e.g. after editing conformance/analysis.md
+#
+# Exit status: 0 when every adapter's results match its known-failures file and the acceptance
+# checks hold; 1 otherwise (every adapter is still run, and CONFORMANCE.md still written).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+ci=0; bless=0; setup=1; large=0; report_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --ci) ci=1 ;;
+    --bless) bless=1 ;;
+    --large) large=1 ;;
+    --report-only) report_only=1; setup=0 ;;
+    --no-setup) setup=0 ;;
+    *) echo "run-all.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$setup" = 1 ]; then
+  if [ "$ci" = 1 ]; then
+    bash conformance/setup-python.sh || exit 2
+  else
+    bash conformance/setup-python.sh --mlx || exit 2
+    bash conformance/setup-node.sh || exit 2
+  fi
+fi
+
+cargo build --quiet -p stcheck-conformance --bins || exit 2
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+STCONFORM="$TARGET/debug/stconform"
+RESULTS="$ROOT/target/conformance-results"
+[ "$ci" = 1 ] && RESULTS="$ROOT/target/conformance-results-ci"   # keeps the full run's results
+ACCEPT="$RESULTS/acceptance.txt"
+status=0
+adapters=()
+while IFS=$'\t' read -r name where _; do
+  if [ "$ci" = 1 ] && [ "$where" != ci ]; then continue; fi
+  adapters+=("$name")
+done < <("$STCONFORM" list)
+
+if [ "$report_only" = 1 ]; then
+  [ -f "$ACCEPT" ] || { echo "run-all.sh: no results in $RESULTS: run without --report-only first" >&2; exit 2; }
+  large="$(cat "$RESULTS/large" 2>/dev/null || echo 0)"
+else
+  rm -rf "$RESULTS"
+  mkdir -p "$RESULTS"
+  echo "$large" > "$RESULTS/large"
+
+  common=()
+  if [ "$large" = 1 ]; then
+    "$TARGET/debug/stcorpus" --large "$ROOT/target/corpus-large" | tail -n 1 || exit 2
+    common+=(--large "$ROOT/target/corpus-large")
+  fi
+
+  for name in "${adapters[@]}"; do
+    echo "== $name"
+    extra=("${common[@]}")
+    [ "$bless" = 1 ] && extra+=(--bless)
+    if ! "$STCONFORM" --adapter "$name" --save "$RESULTS/$name.json" "${extra[@]}"; then
+      echo "run-all.sh: $name: results differ from conformance/known-failures/$name.json" >&2
+      status=1
+    fi
+  done
+
+  # Acceptance: stcheck strict passes every case; its reference profile agrees with the
+  # reference crate on every case, and both match the manifest's reference verdicts.
+  echo "== acceptance"
+  : > "$ACCEPT"
+  if "$STCONFORM" --adapter stcheck-strict --no-known-failures "${common[@]}" > "$RESULTS/acceptance-strict.txt"; then
+    echo "stcheck strict fails no case: $(head -n 1 "$RESULTS/acceptance-strict.txt" | sed 's/^stconform: //')" >> "$ACCEPT"
+  else
+    cat "$RESULTS/acceptance-strict.txt"
+    echo "run-all.sh: stcheck strict does not pass every case" >&2
+    status=1
+  fi
+  if "$STCONFORM" compare "$RESULTS/stcheck-reference.json" "$RESULTS/reference-crate.json" > "$RESULTS/compare.txt"; then
+    tail -n 1 "$RESULTS/compare.txt" >> "$ACCEPT"
+  else
+    cat "$RESULTS/compare.txt"
+    status=1
+  fi
+  for name in stcheck-reference reference-crate; do
+    if "$STCONFORM" --adapter "$name" --judge reference --no-known-failures "${common[@]}" \
+        --save "$RESULTS/$name.judged-by-reference.json" > "$RESULTS/$name.judged-by-reference.txt"; then
+      echo "judged by the manifest's reference verdicts: $(head -n 1 "$RESULTS/$name.judged-by-reference.txt" | sed 's/^stconform: //')" >> "$ACCEPT"
+    else
+      cat "$RESULTS/$name.judged-by-reference.txt"
+      echo "run-all.sh: $name differs from the manifest's reference verdicts" >&2
+      status=1
+    fi
+  done
+  cat "$ACCEPT"
+fi
+
+if [ "$ci" = 0 ]; then
+  files=()
+  for name in "${adapters[@]}"; do files+=("$RESULTS/$name.json"); done
+  cases="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$RESULTS/stcheck-strict.json" 2>/dev/null || echo '?')"
+  {
+    echo "# Conformance of safetensors readers"
+    echo
+    echo "<!-- Generated by conformance/run-all.sh from real runs; edit conformance/analysis.md"
+    echo "     and the adapters, not this file. -->"
+    echo
+    if [ "$large" = 1 ]; then where="\`corpus/\` and its large cases"; else where="\`corpus/\` (without its large cases: \`run-all.sh --large\`)"; fi
+    echo "Every implementation below was run over the $cases cases of $where through its adapter"
+    echo "(\`conformance/PROTOCOL.md\`), judged against the strict verdicts of \`SPEC.md\`."
+    echo "Regenerate with \`conformance/run-all.sh --large\`; run one implementation with"
+    echo "\`cargo run -p stcheck-conformance --bin stconform -- --adapter NAME\` (names below; the"
+    echo "Python, MLX and JS adapters need \`conformance/setup-python.sh --mlx\` and"
+    echo "\`conformance/setup-node.sh\` first)."
+    echo
+    echo "| Adapter | What runs | In CI |"
+    echo "|---|---|---|"
+    "$STCONFORM" list | while IFS=$'\t' read -r name where desc; do
+      echo "| \`$name\` | $desc | $([ "$where" = ci ] && echo yes || echo "no: \`conformance/run-all.sh\`") |"
+    done
+    echo
+    echo "## Acceptance checks"
+    echo
+    sed 's/^/- /' "$ACCEPT"
+    echo
+    cat conformance/analysis.md
+    echo
+    "$STCONFORM" matrix "${files[@]}"
+  } > CONFORMANCE.md.tmp && mv CONFORMANCE.md.tmp CONFORMANCE.md
+  echo "== wrote CONFORMANCE.md"
+fi
+
+if [ "$status" = 0 ]; then
+  echo "run-all.sh: every result is as recorded"
+fi
+exit "$status"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Create (or reuse) the Python virtual environment for the conformance adapters:
+#   target/conformance-venv  with safetensors + numpy (always), mlx + mlx-cpu (with --mlx).
+# Idempotent: a venv whose pinned packages are already installed is left as it is.
+# Usage: conformance/setup-python.sh [--mlx]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/target/conformance-venv"
+PYTHON="${PYTHON:-python3}"
+
+# Pinned versions: change them here, in one place, and re-run the script.
+SAFETENSORS_VERSION="0.8.0"
+NUMPY_VERSION="2.4.6"
+MLX_VERSION="0.32.4"
+
+want_mlx=0
+for arg in "$@"; do
+  case "$arg" in
+    --mlx) want_mlx=1 ;;
+    *) echo "setup-python.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+
+pkgs=("safetensors==$SAFETENSORS_VERSION" "numpy==$NUMPY_VERSION")
+if [ "$want_mlx" = 1 ]; then
+  pkgs+=("mlx==$MLX_VERSION" "mlx-cpu==$MLX_VERSION")
+fi
+
+# Skip pip entirely when every pin is already satisfied (fast, and works offline).
+missing=()
+for p in "${pkgs[@]}"; do
+  name="${p%%==*}"; version="${p##*==}"
+  have="$("$VENV/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
+  if [ "$have" != "$version" ]; then missing+=("$p"); fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "${missing[@]}"
+fi
+
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as m
+for name in ("safetensors", "numpy", "mlx", "mlx-cpu"):
+    try:
+        print(f"{name} {m.version(name)}")
+    except m.PackageNotFoundError:
+        pass
+PY

@@ -1,0 +1,204 @@
+//! Human output: the terminal summary of one run and the Markdown matrix of many.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::classify::Judge;
+use super::known::Difference;
+use super::manifest::{Manifest, Verdict};
+use super::outcome::Outcome;
+use super::run::RunResults;
+
+fn judge_name(j: Judge) -> &'static str {
+    match j {
+        Judge::Strict => "strict verdicts",
+        Judge::Reference => "reference verdicts",
+    }
+}
+
+/// The counts of a run, e.g. `PASS 150, SHOULD_HAVE_REJECTED 3`.
+pub fn counts(results: &RunResults) -> String {
+    Outcome::ALL
+        .iter()
+        .filter_map(|o| results.summary.get(o).map(|n| format!("{o} {n}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The terminal summary of one run. `verbose` lists every case, not only the failures.
+pub fn summary(results: &RunResults, differences: Option<&[Difference]>, verbose: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "stconform: {} ({}{}), {} cases: {}",
+        results.adapter,
+        judge_name(results.judge),
+        if results.deep { ", deep" } else { "" },
+        results.cases.len(),
+        counts(results)
+    );
+    for c in &results.cases {
+        if !verbose && c.outcome == Outcome::Pass {
+            continue;
+        }
+        let mut line = format!("  {:<21} {}", c.outcome.name(), c.id);
+        if !c.detail.is_empty() {
+            let _ = write!(line, ": {}", c.detail);
+        }
+        if c.outcome.is_failure() && !c.stderr.is_empty() && c.outcome != Outcome::WrongContent {
+            let _ = write!(line, " [stderr: {}]", c.stderr);
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    match differences {
+        None => {}
+        Some([]) => {
+            let _ = writeln!(s, "known failures: every result is as recorded");
+        }
+        Some(d) => {
+            let _ = writeln!(
+                s,
+                "known failures: {} difference(s) from the recorded results:",
+                d.len()
+            );
+            for x in d {
+                let _ = writeln!(s, "  {x}");
+            }
+        }
+    }
+    s
+}
+
+fn md(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The Markdown report of several runs over one corpus: a summary table, each
+/// implementation's divergences, and the matrix of cases x implementations.
+pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## Summary\n");
+    let _ = writeln!(
+        s,
+        "| Implementation | judged against | cases | PASS | failures | implementation-defined: accepts / rejects |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---|---|");
+    for r in runs {
+        let n = |o: Outcome| r.summary.get(&o).copied().unwrap_or(0);
+        let fails: Vec<String> = Outcome::ALL
+            .iter()
+            .filter(|o| o.is_failure() && n(**o) > 0)
+            .map(|o| format!("{o} {}", n(*o)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {}{} | {} | {} | {} | {} / {} |",
+            md(&r.adapter),
+            judge_name(r.judge),
+            if r.deep { " (deep)" } else { "" },
+            r.cases.len(),
+            n(Outcome::Pass),
+            if fails.is_empty() {
+                "none".to_owned()
+            } else {
+                fails.join(", ")
+            },
+            n(Outcome::Accepted),
+            n(Outcome::Rejected)
+        );
+    }
+
+    let _ = writeln!(s, "\n## Divergences by implementation\n");
+    for r in runs {
+        let _ = writeln!(s, "### {}\n", md(&r.adapter));
+        let mut by: BTreeMap<Outcome, Vec<&super::run::CaseResult>> = BTreeMap::new();
+        for c in &r.cases {
+            if c.outcome != Outcome::Pass {
+                by.entry(c.outcome).or_default().push(c);
+            }
+        }
+        if by.is_empty() {
+            let _ = writeln!(s, "Passes every case.\n");
+            continue;
+        }
+        for (o, cases) in by {
+            let _ = writeln!(s, "- **{o}** ({}):", cases.len());
+            for c in cases {
+                let mut line = format!("  - `{}`", md(&c.id));
+                if let Some(case) = manifest.and_then(|m| m.case(&c.id)) {
+                    if !case.rules.is_empty() {
+                        let _ = write!(line, " [{}]", case.rules.join(", "));
+                    }
+                    if !case.description.is_empty() {
+                        let _ = write!(line, " {}", md(&case.description));
+                    }
+                }
+                if !c.detail.is_empty() && o.is_failure() {
+                    let _ = write!(line, " — {}", md(&c.detail));
+                }
+                let _ = writeln!(s, "{line}");
+            }
+        }
+        let _ = writeln!(s);
+    }
+
+    let _ = writeln!(s, "## Matrix\n");
+    let _ = writeln!(
+        s,
+        "`ok` = as expected; `accepts`/`rejects` = the choice on an implementation-defined case; \
+         **ACCEPTS** = should have rejected; **REJECTS** = should have accepted; **CONTENT** = \
+         accepted with wrong tensors, bytes, metadata or warnings; **CRASH**, **TIMEOUT**; \
+         **NO-PANIC** = the reference panics here and this run did not crash (reference-judged \
+         runs only); `-` = not run.\n"
+    );
+    let mut header = "| Case | verdict |".to_owned();
+    let mut rule = "|---|---|".to_owned();
+    for r in runs {
+        let _ = write!(header, " {} |", md(&r.adapter));
+        rule.push_str("---|");
+    }
+    let _ = writeln!(s, "{header}\n{rule}");
+    let ids: Vec<String> = match manifest {
+        // Large cases get a row only when some run included them.
+        Some(m) => m
+            .cases
+            .iter()
+            .map(|c| c.id.clone())
+            .chain(
+                m.large
+                    .iter()
+                    .filter(|c| runs.iter().any(|r| r.case(&c.id).is_some()))
+                    .map(|c| c.id.clone()),
+            )
+            .collect(),
+        None => {
+            let mut v: Vec<String> = Vec::new();
+            for r in runs {
+                for c in &r.cases {
+                    if !v.contains(&c.id) {
+                        v.push(c.id.clone());
+                    }
+                }
+            }
+            v
+        }
+    };
+    for id in ids {
+        let verdict = manifest
+            .and_then(|m| m.case(&id))
+            .map(|c| match (c.verdict, c.deep) {
+                (Verdict::Accept, _) => "accept",
+                (Verdict::Reject, false) => "reject",
+                (Verdict::Reject, true) => "reject (deep)",
+                (Verdict::ImplementationDefined, _) => "impl-defined",
+            })
+            .unwrap_or("?");
+        let mut row = format!("| `{}` | {verdict} |", md(&id));
+        for r in runs {
+            let cell = r.case(&id).map(|c| c.outcome.cell()).unwrap_or("-");
+            let _ = write!(row, " {cell} |");
+        }
+        let _ = writeln!(s, "{row}");
+    }
+    s
+}
