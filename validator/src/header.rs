@@ -215,8 +215,20 @@ impl<'de> Visitor<'de> for TextVisitor {
     }
 }
 
-/// Parse the header text (stage 1 JSON syntax and stage 2 schema, in one pass).
+pub(crate) mod fast;
+
+/// Parse the header text (stage 1 JSON syntax and stage 2 schema, in one pass): the fast path
+/// ([`fast`]) for headers of the canonical shape, else, from the start, the serde path, which
+/// alone reports findings.
 pub(crate) fn parse(text: &str) -> Result<Parsed<'_>, Error> {
+    match fast::parse(text) {
+        Some(parsed) => Ok(parsed),
+        None => parse_slow(text),
+    }
+}
+
+/// The serde path of [`parse`].
+pub(crate) fn parse_slow(text: &str) -> Result<Parsed<'_>, Error> {
     let mut state = State {
         text,
         pending: None,

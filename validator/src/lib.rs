@@ -31,6 +31,8 @@ pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 mod header;
+#[doc(hidden)]
+pub use header::fast::{header_fast_vs_slow, FastVsSlow};
 pub mod index;
 pub mod limits;
 pub mod names;
