@@ -546,6 +546,53 @@ fn root_not_object<E: de::Error>(st: &mut State<'_>, what: &str) -> E {
     )
 }
 
+/// The `visit_*` methods of a schema visitor for the JSON types it does not accept. Each calls
+/// the visitor's `reject(what, at)` with the type's name and, for an unescaped string, its exact
+/// offset (`None` lets serde_json's position stand in).
+macro_rules! reject_types {
+    ($de:lifetime; $($ty:ident),* $(,)?) => { $( reject_types!(@ $de $ty); )* };
+    (@ $de:lifetime bool) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Err(self.reject("a boolean", None))
+        }
+    };
+    (@ $de:lifetime number) => {
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Err(self.reject("a number", None))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Err(self.reject("a number", None))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Err(self.reject("a number", None))
+        }
+    };
+    (@ $de:lifetime null) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Err(self.reject("null", None))
+        }
+    };
+    (@ $de:lifetime array) => {
+        fn visit_seq<A: SeqAccess<$de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(self.reject("an array", None))
+        }
+    };
+    (@ $de:lifetime object) => {
+        fn visit_map<A: MapAccess<$de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(self.reject("an object", None))
+        }
+    };
+    (@ $de:lifetime string) => {
+        fn visit_borrowed_str<E: de::Error>(self, v: &$de str) -> Result<Self::Value, E> {
+            let at = self.st.offset_of(v);
+            Err(self.reject("a string", at))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Err(self.reject("a string", None))
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------------------------
 // __metadata__
 
@@ -565,7 +612,7 @@ struct MetadataVisitor<'s, 'a> {
 }
 
 impl MetadataVisitor<'_, '_> {
-    fn not_object<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         self.st.fail(
             Rule::SchemaMetadata,
             at,
@@ -610,29 +657,7 @@ impl<'de> Visitor<'de> for MetadataVisitor<'_, 'de> {
         }
         Ok(())
     }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Err(self.not_object("a boolean", None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
-        Err(self.not_object("an array", None))
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<(), E> {
-        let at = self.st.offset_of(v);
-        Err(self.not_object("a string", at))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Err(self.not_object("a string", None))
-    }
+    reject_types!('de; bool, number, array, string);
 }
 
 struct MetadataValueSeed<'s, 'a, 'k> {
@@ -648,7 +673,7 @@ impl<'de> DeserializeSeed<'de> for MetadataValueSeed<'_, 'de, '_> {
 }
 
 impl MetadataValueSeed<'_, '_, '_> {
-    fn not_string<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let message = format!(
             "__metadata__ value of \"{}\" is {what}, not a string",
             self.key.escape_debug()
@@ -668,27 +693,7 @@ impl<'de> Visitor<'de> for MetadataValueSeed<'_, 'de, '_> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         Ok(Cow::Owned(v.to_owned()))
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(self.not_string("a boolean", None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(self.not_string("null", None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_string("an array", None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_string("an object", None))
-    }
+    reject_types!('de; bool, number, null, array, object);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -708,7 +713,7 @@ impl<'de> DeserializeSeed<'de> for EntrySeed<'_, 'de, '_> {
 }
 
 impl EntrySeed<'_, '_, '_> {
-    fn not_object<E: de::Error>(self, what: &str, _at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, _at: Option<u64>) -> E {
         let message = if what == "an array" {
             "tensor entry is an array, not an object with dtype, shape and data_offsets".to_owned()
         } else {
@@ -836,31 +841,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_, 'de, '_> {
             elements,
         })
     }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(self.not_object("a boolean", None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Err(self.not_object("a number", None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(self.not_object("null", None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_object("an array", None))
-    }
-    fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
-        Err(self.not_object("a string", None))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Err(self.not_object("a string", None))
-    }
+    reject_types!('de; bool, number, null, array, string);
 }
 
 // dtype
@@ -878,7 +859,7 @@ impl<'de> DeserializeSeed<'de> for DtypeSeed<'_, 'de, '_> {
 }
 
 impl DtypeSeed<'_, '_, '_> {
-    fn not_string<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let message = format!("dtype is {what}, not a string");
         self.st.fail(Rule::DtypeType, at, Some(self.name), message)
     }
@@ -896,27 +877,6 @@ impl<'de> Visitor<'de> for DtypeSeed<'_, 'de, '_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a dtype name")
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(self.not_string("a boolean", None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Err(self.not_string("a number", None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(self.not_string("null", None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_string("an array", None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_string("an object", None))
-    }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
         let at = self.st.offset_of(v);
         self.lookup(v, at)
@@ -924,6 +884,7 @@ impl<'de> Visitor<'de> for DtypeSeed<'_, 'de, '_> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         self.lookup(v, None)
     }
+    reject_types!('de; bool, number, null, array, object);
 }
 
 // shape and data_offsets
@@ -954,7 +915,7 @@ impl ArraySeed<'_, '_, '_, '_> {
             _ => Rule::SchemaShape,
         }
     }
-    fn not_array<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let rule = self.rule();
         let message = match self.field {
             Field::DataOffsets => format!("data_offsets is {what}, not an array of two integers"),
@@ -1006,32 +967,7 @@ impl<'de> Visitor<'de> for ArraySeed<'_, 'de, '_, '_> {
         }
         Ok(())
     }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(self.not_array("a boolean", None))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Err(self.not_array("a number", None))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Err(self.not_array("a number", None))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Err(self.not_array("a number", None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(self.not_array("null", None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_array("an object", None))
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        let at = self.st.offset_of(v);
-        Err(self.not_array("a string", at))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Err(self.not_array("a string", None))
-    }
+    reject_types!('de; bool, number, null, object, string);
 }
 
 struct IntSeed<'s, 'a, 'k> {
@@ -1048,7 +984,7 @@ impl<'de> DeserializeSeed<'de> for IntSeed<'_, 'de, '_> {
 }
 
 impl IntSeed<'_, '_, '_> {
-    fn not_int<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
+    fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let rule = match self.field {
             Field::DataOffsets => Rule::SchemaOffsets,
             _ => Rule::SchemaShape,
@@ -1087,25 +1023,7 @@ impl<'de> Visitor<'de> for IntSeed<'_, 'de, '_> {
         };
         Err(self.bad_number(&what))
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Err(self.not_int("a boolean", None))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Err(self.not_int("null", None))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_int("an array", None))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-        Err(self.not_int("an object", None))
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        let at = self.st.offset_of(v);
-        Err(self.not_int("a string", at))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Err(self.not_int("a string", None))
-    }
+    reject_types!('de; bool, null, array, object, string);
 }
 
 // ---------------------------------------------------------------------------------------------
