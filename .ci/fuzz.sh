@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Build every fuzz target with nightly and run each for FUZZ_SECONDS (default 60) seconds.
+# Fails on any crash, leak, out-of-memory or timeout (libFuzzer exits non-zero and writes the
+# input to fuzz/artifacts/<target>/). Called by .ci/run; see fuzz/README.md.
+#
+#   FUZZ_SECONDS   seconds per target (default 60)
+#   FUZZ_TARGETS   space-separated targets to run (default: every target of fuzz/Cargo.toml)
+#   FUZZ_LOG_DIR   where the logs go (default target/fuzz-logs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+log_dir=${FUZZ_LOG_DIR:-target/fuzz-logs}
+mkdir -p "$log_dir"
+
+if ! rustup toolchain list | grep -q '^nightly'; then
+    rustup toolchain install nightly --profile minimal
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked
+fi
+
+targets=${FUZZ_TARGETS:-$(cd fuzz && cargo +nightly fuzz list)}
+
+# One build for all targets: optimised, with debug assertions and overflow checks (-a), so the
+# reference crate's unchecked arithmetic panics in `differential` and stcheck's own arithmetic
+# is checked everywhere; AddressSanitizer (the default) also detects leaks.
+(cd fuzz && cargo +nightly fuzz build -O -a)
+
+bash fuzz/seed-corpora.sh
+
+# Memory: inputs are capped at 64 KiB (-max_len), so a single allocation above 512 MiB or a
+# resident size above 2 GiB can only be a bug (the validator allocates O(header length)).
+flags=(
+    -max_total_time="$seconds"
+    -rss_limit_mb=2048
+    -malloc_limit_mb=512
+    -timeout=10
+    -max_len=65536
+    -print_final_stats=1
+)
+
+failed=()
+mkdir -p target/fuzz-findings
+for t in $targets; do
+    echo "--- fuzz $t for ${seconds}s (log: $log_dir/$t.log)"
+    mkdir -p "fuzz/corpus/$t"
+    if (cd fuzz && STCHECK_FINDINGS_DIR="$PWD/../target/fuzz-findings" \
+            cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- "${flags[@]}") \
+            > "$log_dir/$t.log" 2>&1; then
+        grep -E '^stat::number_of_executed_units|^#[0-9]+ +DONE' "$log_dir/$t.log" | tail -2 || true
+    else
+        echo "FAILED: fuzz target $t (crash, leak, OOM or timeout); last lines of the log:"
+        tail -40 "$log_dir/$t.log"
+        failed+=("$t")
+    fi
+    # Findings in the reference crate are reported, not failures.
+    grep -h '^REFERENCE FINDING' "$log_dir/$t.log" | sort -u || true
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: failures in: ${failed[*]} (inputs under fuzz/artifacts/)"
+    exit 1
+fi
+echo "fuzz: every target ran ${seconds}s without a finding"

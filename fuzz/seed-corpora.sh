@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Seed every fuzz target's corpus from the golden files of corpus/ (never by hand copies).
+#   fuzz/corpus/<target>/<area>__<file>.safetensors
+# The `stream` target reads a chunk schedule from the end of its input (the last byte is its
+# length), so its seeds get one 0x00 byte appended: the whole file, read in one go.
+# The `structured` target builds its inputs itself from `arbitrary` bytes; files make poor
+# seeds for it, so it starts from an empty corpus.
+# The `fast_path` target takes header bytes: its seeds are the files without the length field.
+# fuzz/corpus is gitignored; run this again after corpus/ changes. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=(validate stream differential)
+count=0
+for t in "${targets[@]}" structured fast_path; do mkdir -p "fuzz/corpus/$t"; done
+while IFS= read -r -d '' f; do
+    rel=${f#corpus/}
+    name=${rel//\//__}
+    for t in "${targets[@]}"; do
+        if [ "$t" = stream ]; then
+            { cat "$f"; printf '\0'; } > "fuzz/corpus/$t/$name"
+        else
+            cp "$f" "fuzz/corpus/$t/$name"
+        fi
+    done
+    tail -c +9 "$f" > "fuzz/corpus/fast_path/$name"
+    count=$((count + 1))
+done < <(find corpus -name '*.safetensors' -type f -print0 | sort -z)
+# Regression inputs are seeds too: the bytes that once broke something.
+if [ -d validator/tests/regressions ]; then
+    while IFS= read -r -d '' f; do
+        name="regression__$(basename "$f")"
+        for t in "${targets[@]}"; do
+            if [ "$t" = stream ]; then
+                { cat "$f"; printf '\0'; } > "fuzz/corpus/$t/$name"
+            else
+                cp "$f" "fuzz/corpus/$t/$name"
+            fi
+        done
+        count=$((count + 1))
+    done < <(find validator/tests/regressions -type f -name '*.safetensors' -print0 | sort -z)
+fi
+echo "seed-corpora: $count files into fuzz/corpus/{${targets[*]} fast_path}"
