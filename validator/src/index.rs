@@ -54,9 +54,8 @@ use serde::de::{
 
 use crate::error::{Error, Finding};
 use crate::limits::Config;
-use crate::report::{DtypeTotal, Report};
+use crate::report::{DtypeTotal, DtypeTotals, Report};
 use crate::rules::{Rule, Severity};
-use crate::Dtype;
 
 /// The file name suffix of an index.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
@@ -644,15 +643,7 @@ pub fn check_index(
         .map(|e| (e.tensor.as_str(), e))
         .collect();
     let mut home: HashMap<&str, &str> = HashMap::new();
-    let mut totals: Vec<DtypeTotal> = Dtype::ALL
-        .iter()
-        .map(|&dtype| DtypeTotal {
-            dtype,
-            tensors: 0,
-            parameters: 0,
-            bytes: 0,
-        })
-        .collect();
+    let mut totals = DtypeTotals::new();
     let mut computed = 0u64;
     for &(name, _) in &shard_order {
         let Some(r) = valid.get(name) else { continue };
@@ -673,11 +664,7 @@ pub fn check_index(
             }
             home.insert(t.name, name);
             computed = computed.saturating_add(t.byte_len());
-            if let Some(slot) = totals.get_mut(t.dtype as usize) {
-                slot.tensors += 1;
-                slot.parameters = slot.parameters.saturating_add(t.elements);
-                slot.bytes = slot.bytes.saturating_add(t.byte_len());
-            }
+            totals.add(&t);
             if !weight_map.contains_key(t.name) {
                 found.push(
                     IndexFinding::index(
@@ -769,9 +756,8 @@ pub fn check_index(
         }
     }
 
-    totals.retain(|t| t.tensors > 0);
     report.tensors = home.len();
-    report.totals = totals;
+    report.totals = totals.finish();
     report.errors = found.errors;
     report.warnings = found.warnings;
     report.omitted = found.omitted;

@@ -337,23 +337,11 @@ impl<'a> Report<'a> {
 
     /// Totals per dtype, in the reference's dtype order, for the dtypes present.
     pub fn totals_by_dtype(&self) -> Vec<DtypeTotal> {
-        let mut totals: Vec<DtypeTotal> = Dtype::ALL
-            .iter()
-            .map(|&dtype| DtypeTotal {
-                dtype,
-                tensors: 0,
-                parameters: 0,
-                bytes: 0,
-            })
-            .collect();
-        for t in &self.tensors {
-            let slot = &mut totals[t.dtype as usize];
-            slot.tensors += 1;
-            slot.parameters = slot.parameters.saturating_add(t.elements);
-            slot.bytes = slot.bytes.saturating_add(t.end - t.begin);
+        let mut totals = DtypeTotals::new();
+        for t in self.tensors() {
+            totals.add(&t);
         }
-        totals.retain(|t| t.tensors > 0);
-        totals
+        totals.finish()
     }
 
     /// A report that owns its strings.
@@ -384,6 +372,40 @@ impl<'a> Report<'a> {
             warnings: self.warnings,
             data_len: self.data_len,
         }
+    }
+}
+
+/// Accumulates [`DtypeTotal`]s over tensors, of one file or of a sharded set.
+#[derive(Debug)]
+pub(crate) struct DtypeTotals(Vec<DtypeTotal>);
+
+impl DtypeTotals {
+    pub(crate) fn new() -> Self {
+        DtypeTotals(
+            Dtype::ALL
+                .iter()
+                .map(|&dtype| DtypeTotal {
+                    dtype,
+                    tensors: 0,
+                    parameters: 0,
+                    bytes: 0,
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn add(&mut self, t: &TensorInfo<'_>) {
+        if let Some(slot) = self.0.get_mut(t.dtype as usize) {
+            slot.tensors += 1;
+            slot.parameters = slot.parameters.saturating_add(t.elements);
+            slot.bytes = slot.bytes.saturating_add(t.byte_len());
+        }
+    }
+
+    /// The totals of the dtypes present, in the reference's dtype order.
+    pub(crate) fn finish(mut self) -> Vec<DtypeTotal> {
+        self.0.retain(|t| t.tensors > 0);
+        self.0
     }
 }
 
