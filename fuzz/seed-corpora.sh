@@ -12,31 +12,26 @@ cd "$(dirname "$0")/.."
 targets=(validate stream differential)
 count=0
 for t in "${targets[@]}" structured fast_path; do mkdir -p "fuzz/corpus/$t"; done
-while IFS= read -r -d '' f; do
-    rel=${f#corpus/}
-    name=${rel//\//__}
+# seed FILE NAME: one input for every target, in the form each target reads.
+seed() {
     for t in "${targets[@]}"; do
         if [ "$t" = stream ]; then
-            { cat "$f"; printf '\0'; } > "fuzz/corpus/$t/$name"
+            { cat "$1"; printf '\0'; } > "fuzz/corpus/$t/$2"
         else
-            cp "$f" "fuzz/corpus/$t/$name"
+            cp "$1" "fuzz/corpus/$t/$2"
         fi
     done
-    tail -c +9 "$f" > "fuzz/corpus/fast_path/$name"
+    tail -c +9 "$1" > "fuzz/corpus/fast_path/$2"
     count=$((count + 1))
+}
+while IFS= read -r -d '' f; do
+    rel=${f#corpus/}
+    seed "$f" "${rel//\//__}"
 done < <(find corpus -name '*.safetensors' -type f -print0 | sort -z)
 # Regression inputs are seeds too: the bytes that once broke something.
 if [ -d validator/tests/regressions ]; then
     while IFS= read -r -d '' f; do
-        name="regression__$(basename "$f")"
-        for t in "${targets[@]}"; do
-            if [ "$t" = stream ]; then
-                { cat "$f"; printf '\0'; } > "fuzz/corpus/$t/$name"
-            else
-                cp "$f" "fuzz/corpus/$t/$name"
-            fi
-        done
-        count=$((count + 1))
+        seed "$f" "regression__$(basename "$f")"
     done < <(find validator/tests/regressions -type f -name '*.safetensors' -print0 | sort -z)
 fi
 echo "seed-corpora: $count files into fuzz/corpus/{${targets[*]} fast_path}"

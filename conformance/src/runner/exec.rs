@@ -58,18 +58,23 @@ fn read_capped(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
     rx
 }
 
-/// Kill the child's whole process group, then the child itself.
-fn kill_group(child: &mut Child) {
-    // `kill -KILL -PGID`: the group was created with the child as its leader, and the child is
-    // not reaped yet, so the group ID cannot have been reused.
+/// `kill -KILL -PGID` on the process group led by the process `leader`.
+fn kill_process_group(leader: u32) {
     let _ = Command::new("kill")
         .arg("-KILL")
         .arg("--")
-        .arg(format!("-{}", child.id()))
+        .arg(format!("-{leader}"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Kill the child's whole process group, then the child itself.
+fn kill_group(child: &mut Child) {
+    // The group was created with the child as its leader, and the child is not reaped yet, so
+    // the group ID cannot have been reused.
+    kill_process_group(child.id());
     let _ = child.kill();
 }
 
@@ -121,14 +126,7 @@ pub fn run(command: &[String], file: &Path, timeout: Duration) -> std::io::Resul
         match rx.recv_timeout(left.max(Duration::from_millis(100))) {
             Ok(v) => v,
             Err(_) => {
-                let _ = Command::new("kill")
-                    .arg("-KILL")
-                    .arg("--")
-                    .arg(format!("-{}", child.id()))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
+                kill_process_group(child.id());
                 if status != Status::TimedOut {
                     status = Status::TimedOut;
                 }
