@@ -116,7 +116,7 @@ fn check_content(r: &Recipe, file: &[u8], report: &stcheck::Report<'_>, out: &mu
         stcheck::MetadataForm::Map => Some(
             report
                 .metadata()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect(),
         ),
         _ => None,
@@ -144,7 +144,7 @@ fn strict_agrees_with_every_recipe() {
         checked += 1;
         let accept = corpus::strict_accepts(r);
         let result = stcheck::validate(&file, &config).map(|rep| rep.into_owned());
-        let mut report = match result {
+        let report = match result {
             Ok(rep) => rep,
             Err(e) => {
                 if accept {
@@ -179,14 +179,9 @@ fn strict_agrees_with_every_recipe() {
                 header_warnings
             ));
         }
-        let deep = stcheck::deep::scan(
-            &file,
-            &mut report,
-            &config,
-            &stcheck::deep::DeepOptions::new(),
-        );
+        let deep = stcheck::Checker::check_slice(&config.clone().deep(true), &file).verdict;
         match (deep, accept) {
-            (Ok(_), true) => {
+            (Ok(report), true) => {
                 let got = ids(report.warnings());
                 if got != r.warnings {
                     failures.push(format!(

@@ -8,11 +8,11 @@ use crate::limits::Config;
 use crate::rules::Rule;
 
 /// Size of the length field.
-pub const LENGTH_FIELD: usize = 8;
+pub(crate) const LENGTH_FIELD: usize = 8;
 
 /// Decode and bound the header length N from the first bytes of a file (`FRAME-SHORT`,
 /// `FRAME-EMPTY-HEADER`, `FRAME-HEADER-LIMIT`). `prefix` is all the file has if shorter than 8.
-pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
+pub(crate) fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     let Some(field) = prefix.get(..LENGTH_FIELD) else {
         return Err(Finding::new(
             Rule::FrameShort,
@@ -30,13 +30,13 @@ pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     if n == 0 {
         return Err(Finding::new(Rule::FrameEmptyHeader, 0, "header length is 0").into());
     }
-    if n > config.max_header_size {
+    if n > config.header_limit() {
         return Err(Finding::new(
             Rule::FrameHeaderLimit,
             0,
             format!(
                 "header length {n} is above the limit of {} bytes",
-                config.max_header_size
+                config.header_limit()
             ),
         )
         .into());
@@ -45,7 +45,7 @@ pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
 }
 
 /// `FRAME-HEADER-BOUNDS`: the header of length `n` must end within a file of `file_len` bytes.
-pub fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
+pub(crate) fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
     match n.checked_add(LENGTH_FIELD as u64) {
         Some(end) if end <= file_len => Ok(()),
         _ => Err(bounds_error(n, file_len)),
@@ -72,21 +72,19 @@ pub(crate) fn align_warning(n: u64) -> Option<Warning> {
     })
 }
 
-/// UTF-8, the byte-order mark, and whitespace around the object: everything about the header
-/// text that precedes JSON parsing. Returns the text and the warnings.
-pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> {
-    let text = std::str::from_utf8(header).map_err(|e| {
-        let at = e.valid_up_to();
-        let message = match e.error_len() {
-            Some(len) => format!("invalid UTF-8: a bad sequence of {len} byte(s)"),
-            None => "invalid UTF-8: a sequence cut off at the end of the header".to_owned(),
-        };
-        Error::from(Finding::new(
-            Rule::Utf8Invalid,
-            HEADER_START + at as u64,
-            message,
-        ))
-    })?;
+/// `UTF8-INVALID`: the header bytes are not UTF-8.
+pub(crate) fn utf8_error(e: std::str::Utf8Error) -> Error {
+    let at = e.valid_up_to();
+    let message = match e.error_len() {
+        Some(len) => format!("invalid UTF-8: a bad sequence of {len} byte(s)"),
+        None => "invalid UTF-8: a sequence cut off at the end of the header".to_owned(),
+    };
+    Finding::new(Rule::Utf8Invalid, HEADER_START + at as u64, message).into()
+}
+
+/// The byte-order mark and whitespace before the object: everything about the header text
+/// that precedes JSON parsing. Returns the warnings.
+pub(crate) fn text_warnings(text: &str) -> Result<Vec<Warning>, Error> {
     if text.starts_with('\u{feff}') {
         return Err(Finding::new(
             Rule::JsonBom,
@@ -97,14 +95,20 @@ pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> 
     }
     let mut warnings = Vec::new();
     let is_ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    if header.first().copied().is_some_and(is_ws) {
+    if text.as_bytes().first().copied().is_some_and(is_ws) {
         warnings.push(Finding::new(
             Rule::JsonLeadingWhitespace,
             HEADER_START,
             "whitespace before the header object",
         ));
     }
-    Ok((text, warnings))
+    Ok(warnings)
+}
+
+/// UTF-8 and [`text_warnings`] on the header bytes: the text and its warnings.
+pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> {
+    let text = std::str::from_utf8(header).map_err(utf8_error)?;
+    Ok((text, text_warnings(text)?))
 }
 
 /// `JSON-PADDING-WHITESPACE`: after a successful parse, the bytes after the object are JSON

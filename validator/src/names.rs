@@ -1,6 +1,28 @@
 //! Rules on tensor names (`NAME-*`), shared by the validator and the writer.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
 use crate::rules::Rule;
+
+/// Untrusted text (a tensor name, a file path) made safe for one line of human output: every
+/// character that `char::escape_debug` escapes (quotes, backslashes, control and other
+/// non-printable characters, U+2028/U+2029) and every invisible character is written as an
+/// escape, so the text can neither break the line nor hide what it is.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    let needs = |c: char| c == '"' || c == '\\' || !c.is_ascii() || c.is_ascii_control();
+    if !s.chars().any(needs) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_invisible(c)) {
+        let _ = write!(out, "{}\\u{{{:x}}}", rest[..i].escape_debug(), c as u32);
+        rest = &rest[i + c.len_utf8()..];
+    }
+    let _ = write!(out, "{}", rest.escape_debug());
+    Cow::Owned(out)
+}
 
 /// Whether `c` is a control character of `NAME-CONTROL`: U+0000-U+001F and U+007F-U+009F.
 pub fn is_control(c: char) -> bool {

@@ -437,7 +437,11 @@ fn unreadable_paths_are_io_errors_not_verdicts() {
     assert_eq!(out.code, 2);
     let lines = json_lines(&out.stdout);
     assert_eq!(lines[0]["data"]["status"], "io_error");
-    assert_eq!(lines[0]["data"]["io_error"], "not a regular file");
+    assert_eq!(
+        lines[0]["data"]["io_error"],
+        "not a regular file (a device)"
+    );
+    assert_eq!(lines[0]["data"]["read_error"], "not_regular");
     assert_eq!(lines[1]["data"]["io_errors"], 1);
     // An I/O error wins over an invalid file.
     fs::write(dir.join("bad.safetensors"), [0u8; 3]).expect("write");
@@ -546,13 +550,15 @@ fn sharded_good_set() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(
         out.stdout,
-        "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n"
+        "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n  \
+         shard m-1.safetensors: ok (2 tensors, 5 parameters; F32 5)\n  \
+         shard m-2.safetensors: ok (1 tensors, 4 parameters; F32 4)\n"
     );
     let (_, v) = index_out(&dir, &[]);
     assert_eq!(v["data"]["status"], "valid");
     assert_eq!(v["data"]["total_size"], 36);
     assert_eq!(v["data"]["computed_size"], 36);
-    // The whole directory: both shards as files, and the index as a set.
+    // The whole directory: the index as a set, each shard checked once, inside it.
     let out = run_in(&dir, &["."], None);
     assert_eq!(out.code, 0);
     golden("sharded-dir.txt", &out.stdout);

@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use stcheck::stream::{validate_reader, StreamError};
 use stcheck::write::{serialize, TensorSpec};
 use stcheck::{validate, Config, Dtype, Error, Kind, Report, Rule, Severity};
 
@@ -77,10 +76,9 @@ fn seen(rule: Rule) {
 // Assertions
 
 fn stream(f: &[u8], config: &Config) -> Result<Report<'static>, Error> {
-    match validate_reader(f, config) {
-        Ok(r) => Ok(r),
-        Err(StreamError::Invalid(e)) => Err(e),
-        Err(StreamError::Io(e)) => panic!("I/O error reading a slice: {e}"),
+    match stcheck::check_reader(f, config) {
+        Ok(c) => c.verdict,
+        Err(e) => panic!("I/O error reading a slice: {e}"),
     }
 }
 
@@ -210,24 +208,36 @@ fn frame_header_bounds() {
     let mut f = file("{}", &[]);
     f.pop();
     rejects_at(&f, "FRAME-HEADER-BOUNDS", 0);
-    // N = 2^64-1 with the limit lifted: 8 + N overflows u64 and must still be a bounds fault.
+    // The limit cannot be lifted past the ceiling (2^31 - 1): N = 2^64-1, where 8 + N
+    // overflows u64, is a limit fault however the limit is set.
     for n in [u64::MAX, u64::MAX - 7, u64::MAX - 8] {
         let mut f = n.to_le_bytes().to_vec();
         f.extend_from_slice(b"{}");
         let config = Config::default().max_header_size(u64::MAX);
-        let e = validate(&f, &config).expect_err("huge N");
-        assert_eq!(
-            (e.rule().id(), e.offset()),
-            ("FRAME-HEADER-BOUNDS", 0),
-            "{e}"
-        );
-        let e = stream(&f, &config).expect_err("stream huge N");
-        assert_eq!(
-            (e.rule().id(), e.offset()),
-            ("FRAME-HEADER-BOUNDS", 0),
-            "{e}"
-        );
+        for e in [
+            validate(&f, &config).expect_err("huge N"),
+            stream(&f, &config).expect_err("stream huge N"),
+        ] {
+            assert_eq!(
+                (e.rule().id(), e.offset()),
+                ("FRAME-HEADER-LIMIT", 0),
+                "{e}"
+            );
+            assert!(e.message().contains("2147483647"), "{e}");
+        }
     }
+    // At the ceiling, a length the file does not hold is a bounds fault.
+    let mut f = stcheck::limits::MAX_HEADER_SIZE_CEILING
+        .to_le_bytes()
+        .to_vec();
+    f.extend_from_slice(b"{}");
+    let config = Config::default().max_header_size(u64::MAX);
+    let e = validate(&f, &config).expect_err("N at the ceiling");
+    assert_eq!(
+        (e.rule().id(), e.offset()),
+        ("FRAME-HEADER-BOUNDS", 0),
+        "{e}"
+    );
     clean(&file("{}", &[]));
 }
 
@@ -612,8 +622,12 @@ fn schema_metadata() {
         &format!(r#"{{"__metadata__":{{"k":"v","\u006a":"\u0041"}},{U8X2}}}"#),
         &[1, 2],
     ));
-    let meta: Vec<(&str, &str)> = r.metadata().collect();
-    assert_eq!(meta, [("k", "v"), ("j", "A")]);
+    let meta: Vec<(String, String)> = r
+        .metadata()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    assert_eq!(meta, [("k".into(), "v".into()), ("j".into(), "A".into())]);
+    assert_eq!(r.metadata_len(), 2);
 }
 
 #[test]
@@ -623,7 +637,7 @@ fn schema_metadata_null() {
     let f = file(&h, &[1, 2]);
     let r = validate(&f, &Config::default()).expect("accepted");
     assert_eq!(r.metadata_form(), stcheck::MetadataForm::Null);
-    assert_eq!(r.metadata().len(), 0);
+    assert_eq!(r.metadata().count(), 0);
     let r = clean(&file(&obj(&[U8X2.to_owned()]), &[1, 2]));
     assert_eq!(r.metadata_form(), stcheck::MetadataForm::Absent);
 }
@@ -1052,7 +1066,10 @@ fn name_control() {
         assert!(e.tensor().is_some());
         // The Display form escapes the name: one line, no raw control character.
         let shown = e.to_string();
-        assert!(!shown.chars().any(stcheck::names::is_control), "{shown:?}");
+        assert!(
+            !shown.chars().any(stcheck::internal::is_control),
+            "{shown:?}"
+        );
     }
     // Nearest accepted: U+00A0 (after the C1 range), U+001F-like printable text.
     clean(&file(&obj(&[ent("a\u{a0}b", "U8", "2", 0, 2)]), &[1, 2]));

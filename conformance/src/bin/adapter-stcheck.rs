@@ -4,7 +4,7 @@
 //!
 //! - `strict` (default): `stcheck::validate`; reports tensors, offsets, SHA-256 of the bytes,
 //!   metadata and the warnings' rule IDs. Header-only, unless `--deep` adds the deep scan of
-//!   the data (`stcheck::deep::scan`: BOOL bytes, non-finite values, polyglots).
+//!   the data (`Config::deep`: BOOL bytes, non-finite values, polyglots).
 //! - `reference`: stcheck's reference profile (`stcheck::reference::verdict`, the real
 //!   `safetensors` 0.8.0 crate); a panic of the reference is passed on as a crash (exit 101).
 //!
@@ -26,17 +26,10 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn strict(file: &[u8], deep: bool) -> Result<Value, String> {
-    let config = Config::default();
-    let mut report = stcheck::validate(file, &config).map_err(|e| e.to_string())?;
-    if deep {
-        stcheck::deep::scan(
-            file,
-            &mut report,
-            &config,
-            &stcheck::deep::DeepOptions::new(),
-        )
+    let config = Config::default().deep(deep);
+    let report = stcheck::Checker::check_slice(&config, file)
+        .verdict
         .map_err(|e| e.to_string())?;
-    }
     let tensors: Vec<Value> = report
         .tensors()
         .map(|t| {
@@ -53,7 +46,7 @@ fn strict(file: &[u8], deep: bool) -> Result<Value, String> {
         MetadataForm::Map => Value::Object(
             report
                 .metadata()
-                .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+                .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
                 .collect(),
         ),
         _ => Value::Null,

@@ -3,7 +3,8 @@
 
 use std::ffi::OsString;
 
-use stcheck::Config;
+use stcheck::wire::Profile;
+use stcheck::{Config, ReadMode};
 
 pub(crate) const HELP: &str = "\
 stcheck: a strict validator for safetensors files
@@ -37,6 +38,9 @@ Options:
                                differs from the strict one
       --deny-warnings          treat every warning as an error
       --max-header-size BYTES  reject headers longer than BYTES (default 100000000)
+      --max-warnings-per-rule N
+                               show at most N warnings of each rule per file, the first
+                               in file order (default 100); the count of all is kept
       --deep                   also scan the tensor data: BOOL bytes, NaN/Inf counts per
                                tensor, files that are also another format
       --sha256                 with the data scan, the SHA-256 of each file (same pass);
@@ -53,43 +57,6 @@ Exit codes:
 A closed output pipe ends the run quietly, with the status of the files checked so far.
 ";
 
-/// How a file's bytes are obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReadMode {
-    /// Memory-map (default).
-    Mmap,
-    /// Read with `read(2)`: the header only, or the whole file when the bytes are needed.
-    Read,
-    /// One forward pass through a fixed buffer.
-    Stream,
-}
-
-impl ReadMode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ReadMode::Mmap => "mmap",
-            ReadMode::Read => "read",
-            ReadMode::Stream => "stream",
-        }
-    }
-}
-
-/// Whose verdict decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Profile {
-    Strict,
-    Reference,
-}
-
-impl Profile {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Profile::Strict => "strict",
-            Profile::Reference => "reference",
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) paths: Vec<OsString>,
@@ -100,9 +67,19 @@ pub(crate) struct Options {
     pub(crate) follow_links: bool,
     pub(crate) profile: Profile,
     pub(crate) compare_reference: bool,
-    pub(crate) deep: bool,
-    pub(crate) sha256: bool,
     pub(crate) config: Config,
+}
+
+impl Options {
+    /// Whether the reference crate runs (its verdict decides, or is compared).
+    pub(crate) fn wants_reference(&self) -> bool {
+        self.compare_reference || self.profile == Profile::Reference
+    }
+
+    /// The configuration for one job, with `threads` for a deep scan of one mapped file.
+    pub(crate) fn config_for(&self, threads: usize) -> Config {
+        self.config.clone().threads(threads)
+    }
 }
 
 #[derive(Debug)]
@@ -127,8 +104,6 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         follow_links: false,
         profile: Profile::Strict,
         compare_reference: false,
-        deep: false,
-        sha256: false,
         config: Config::default(),
     };
     let mut no_mmap = false;
@@ -166,7 +141,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 },
             }
         };
-        let takes_value = matches!(name, "-j" | "--jobs" | "--profile" | "--max-header-size");
+        let takes_value = matches!(
+            name,
+            "-j" | "--jobs" | "--profile" | "--max-header-size" | "--max-warnings-per-rule"
+        );
         if inline.is_some() && !takes_value {
             return Err(format!("{name} takes no value"));
         }
@@ -181,13 +159,13 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--follow-links" => o.follow_links = true,
             "--compare-reference" => o.compare_reference = true,
             "--deny-warnings" => o.config.deny_warnings = true,
-            "--deep" => o.deep = true,
+            "--deep" => o.config.deep = true,
             "--sha256" => {
-                o.deep = true;
-                o.sha256 = true;
+                o.config.deep = true;
+                o.config.sha256 = true;
             }
             "--deny-nonfinite" => {
-                o.deep = true;
+                o.config.deep = true;
                 o.config.deny_nonfinite = true;
             }
             "-j" | "--jobs" => {
@@ -213,6 +191,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                     .parse::<u64>()
                     .map_err(|_| format!("--max-header-size: {v:?} is not a number of bytes"))?;
             }
+            "--max-warnings-per-rule" => {
+                let v = value("a number of warnings")?;
+                o.config.max_warnings_per_rule = match v.parse::<usize>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!(
+                            "--max-warnings-per-rule: {v:?} is not a positive integer"
+                        ))
+                    }
+                    Ok(n) => n,
+                };
+            }
             _ => return Err(format!("unknown option {name} (see --help)")),
         }
     }
@@ -226,7 +215,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     } else {
         ReadMode::Mmap
     };
-    if o.deep && o.profile == Profile::Reference {
+    o.config.reference = o.wants_reference();
+    if o.config.reads_data() && o.profile == Profile::Reference {
         return Err("--deep, --sha256 and --deny-nonfinite need the strict profile".to_owned());
     }
     if o.paths.is_empty() {
