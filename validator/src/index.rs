@@ -53,6 +53,7 @@ use serde::de::{
 };
 
 use crate::error::{Error, Finding};
+use crate::fs::{Checkpoint, FileId, FileKind, LinkPolicy, LinkTarget, NotChecked, Root};
 use crate::limits::Config;
 use crate::report::{DtypeTotal, DtypeTotals, Report};
 use crate::rules::{Rule, Severity};
@@ -250,11 +251,13 @@ impl ShardSource for MemorySource {
 
 /// Shards in a directory of the file system, read with the streaming validator (one forward
 /// pass, memory bounded by the header). The command-line tool wraps [`FsSource::open`] to
-/// memory-map shards instead.
+/// memory-map shards instead. Shards are opened with the policy of [`crate::fs`]: regular
+/// files only, never blocking on a FIFO or device, links followed only inside the root.
 #[derive(Debug, Clone)]
 pub struct FsSource {
     dir: PathBuf,
-    allow_outside_links: bool,
+    root: Option<PathBuf>,
+    links: LinkPolicy,
 }
 
 impl FsSource {
@@ -266,15 +269,29 @@ impl FsSource {
         };
         FsSource {
             dir,
-            allow_outside_links: false,
+            root: None,
+            links: LinkPolicy::confined(),
         }
     }
 
-    /// Accept shards that are symbolic links to files outside the directory (as in the Hub's
-    /// download cache, where snapshot files link to `../../blobs/`). Default: rejected with
-    /// `INDEX-SHARD-LINK`.
+    /// Accept shards that are symbolic links to regular files outside the root (as in the
+    /// Hub's download cache, where snapshot files link to `../../blobs/`). Default: rejected
+    /// with `INDEX-SHARD-LINK`.
     pub fn allow_outside_links(mut self, yes: bool) -> Self {
-        self.allow_outside_links = yes;
+        self.links = self.links.follow_outside(yes);
+        self
+    }
+
+    /// The link policy (which option messages name, whether outside links are followed).
+    pub fn link_policy(mut self, links: LinkPolicy) -> Self {
+        self.links = links;
+        self
+    }
+
+    /// The directory within which shard links must resolve: the directory the user named,
+    /// when the index was found by walking it. Default: the index's directory.
+    pub fn confine_to(mut self, root: &Path) -> Self {
+        self.root = Some(root.to_path_buf());
         self
     }
 
@@ -284,50 +301,50 @@ impl FsSource {
     }
 
     /// Open the shard `name` (a plain file name): follows a symbolic link only if its target
-    /// stays in the directory (or outside links are allowed), and only to a regular file.
+    /// stays below the root (or outside links are allowed), and only to a regular file; a
+    /// FIFO, socket or device is reported at once, never opened in blocking mode.
     /// On failure, the [`ShardCheck`] to report.
     pub fn open(&self, name: &str) -> Result<(File, PathBuf), ShardCheck> {
         let path = self.dir.join(name);
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ShardCheck::Missing("no such file".to_owned()))
-            }
-            Err(e) => return Err(ShardCheck::Io(e)),
-        };
-        if meta.file_type().is_symlink() && !self.allow_outside_links {
-            let target = match std::fs::canonicalize(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(ShardCheck::Missing(
-                        "a symbolic link to a file that does not exist".to_owned(),
-                    ))
+        let meta = std::fs::symlink_metadata(&path).map_err(shard_not_checked_io)?;
+        let expected = if meta.file_type().is_symlink() {
+            let root =
+                Root::new(self.root.as_deref().unwrap_or(&self.dir)).map_err(ShardCheck::Io)?;
+            match crate::fs::follow_link(&path, &root, &self.links) {
+                Ok(LinkTarget::File { id, .. }) => id,
+                Ok(LinkTarget::Dir { .. }) => {
+                    return Err(shard_not_checked(NotChecked::NotRegular(
+                        FileKind::Directory,
+                    )))
                 }
-                Err(e) => return Err(ShardCheck::Io(e)),
-            };
-            let dir = match std::fs::canonicalize(&self.dir) {
-                Ok(d) => d,
-                Err(e) => return Err(ShardCheck::Io(e)),
-            };
-            if target.parent() != Some(dir.as_path()) {
-                return Err(ShardCheck::LeavesDirectory(format!(
-                    "a symbolic link to {}, outside the index's directory",
-                    target.display()
-                )));
+                Err(e) => return Err(shard_not_checked(e)),
             }
-        }
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ShardCheck::Missing("no such file".to_owned()))
-            }
-            Err(e) => return Err(ShardCheck::Io(e)),
+        } else {
+            FileId::of(&meta)
         };
-        match file.metadata() {
-            Ok(m) if m.is_file() => Ok((file, path)),
-            Ok(_) => Err(ShardCheck::Missing("not a regular file".to_owned())),
-            Err(e) => Err(ShardCheck::Io(e)),
+        let file = crate::fs::open_regular(&path).map_err(shard_not_checked)?;
+        if file.id() != expected {
+            return Err(shard_not_checked(NotChecked::Changed));
         }
+        Ok((file.into_parts().0, path))
+    }
+}
+
+fn shard_not_checked_io(e: io::Error) -> ShardCheck {
+    shard_not_checked(NotChecked::Io(e))
+}
+
+/// A shard that cannot be checked: a link leaving the root is `INDEX-SHARD-LINK`, a read
+/// failure has no verdict, the rest (missing, dangling, not a regular file) is
+/// `INDEX-SHARD-MISSING`.
+fn shard_not_checked(n: NotChecked) -> ShardCheck {
+    match n {
+        NotChecked::LinkLeavesRoot { .. } => ShardCheck::LeavesDirectory(n.to_string()),
+        NotChecked::Io(e) if e.kind() == io::ErrorKind::NotFound => {
+            ShardCheck::Missing("no such file".to_owned())
+        }
+        NotChecked::Io(e) => ShardCheck::Io(e),
+        other => ShardCheck::Missing(other.to_string()),
     }
 }
 
@@ -335,11 +352,9 @@ impl ShardSource for FsSource {
     fn list(&self) -> io::Result<Vec<String>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            if let Some(name) = entry.file_name().to_str() {
-                if name.ends_with(".safetensors") {
-                    out.push(name.to_owned());
-                }
+            let name = entry?.file_name();
+            if crate::fs::checkpoint_kind(&name) == Some(Checkpoint::Safetensors) {
+                out.push(crate::fs::name_for_listing(&name).into_owned());
             }
         }
         Ok(out)

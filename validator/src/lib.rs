@@ -28,6 +28,7 @@ pub mod deep;
 pub mod dtype;
 pub mod error;
 pub mod frame;
+pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
 mod header;
