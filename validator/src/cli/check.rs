@@ -63,19 +63,9 @@ fn map(file: &File) -> io::Result<memmap2::Mmap> {
     Ok(map)
 }
 
-/// Open a path as a regular file, with its length.
+/// Open a path as a regular file, with its length, never blocking (`stcheck::fs`).
 pub(crate) fn open_regular(path: &Path) -> io::Result<(File, u64)> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        let what = if meta.is_dir() {
-            "is a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(io::Error::other(what));
-    }
-    Ok((file, meta.len()))
+    Ok(stcheck::fs::open_regular(path)?.into_parts())
 }
 
 fn deep_options(o: &Options, threads: usize) -> DeepOptions {
@@ -279,17 +269,24 @@ impl ShardSource for CliSource<'_> {
     }
 }
 
-/// Check a sharded checkpoint. An `Err` is an I/O failure (message without the path).
-pub(crate) fn check_index(path: &Path, o: &Options) -> Result<IndexReport, String> {
+/// Check a sharded checkpoint; shard links must stay inside `root` (the directory named on
+/// the command line it was found under), by default the index's directory. An `Err` is an
+/// I/O failure (message without the path).
+pub(crate) fn check_index(
+    path: &Path,
+    root: Option<&Path>,
+    o: &Options,
+) -> Result<IndexReport, String> {
     let (file, _) = open_regular(path).map_err(|e| e.to_string())?;
     // Read at most one byte past the limit: a longer index is rejected without reading it.
     let mut bytes = Vec::new();
     file.take(o.config.max_header_size.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
-    let source = CliSource {
-        fs: FsSource::for_index(path).allow_outside_links(o.follow_links),
-        o,
-    };
+    let mut fs = FsSource::for_index(path).allow_outside_links(o.follow_links);
+    if let Some(root) = root {
+        fs = fs.confine_to(root);
+    }
+    let source = CliSource { fs, o };
     index::check_index(&bytes, &source, &o.config).map_err(|e| e.to_string())
 }

@@ -1,9 +1,10 @@
 //! The `stcheck` command line: files, directories, sharded checkpoints, standard input.
 //!
-//! Exit codes: 0 every file is valid; 1 at least one file or sharded set is invalid; 2 a usage
-//! error or an I/O error on at least one path (an unreadable path is never counted as valid or
-//! invalid, and 2 wins over 1). A broken pipe on standard output ends the run quietly with the
-//! status of what was checked so far.
+//! Exit codes: 0 every path was checked and every file is valid; 1 at least one file or
+//! sharded set is invalid; 2 a usage error, or at least one path could not be checked (an I/O
+//! error, a special file, a link not followed, a directory with nothing to check: never
+//! counted as valid or invalid, and 2 wins over 1; SPEC.md section 7). A broken pipe on
+//! standard output ends the run quietly with the status of what was checked so far.
 //!
 //! # JSON Lines output (`--json`)
 //!
@@ -25,8 +26,10 @@
 //!   "warnings"}]`), `tensors`, `parameters`, `by_dtype`, `total_size`, `computed_size`,
 //!   `errors` and `warnings` (findings with `shard`, `offset_in` (`"index"`/`"shard"`) and
 //!   `cause`, the shard's own error), `omitted_errors`.
-//! - `"skipped"`: `path`, `reason` (a symbolic link met while walking a directory).
-//! - `"summary"`: `files`, `indexes`, `valid`, `invalid`, `io_errors`, `skipped`,
+//! - `"not_checked"`: `path`, `reason` (a code: `not_regular_file`, `link_leaves_root`,
+//!   `dir_link_leaves_root`, `dangling_link`, `link_loop`, `directory_loop`, `changed`,
+//!   `empty`), `message`.
+//! - `"summary"`: `files`, `indexes`, `valid`, `invalid`, `io_errors`, `not_checked`,
 //!   `exit_code`.
 //!
 //! Integers (offsets, sizes, counts) are JSON numbers holding the exact u64 value; readers
@@ -113,9 +116,9 @@ fn run_job(job: &Job, o: &Options, deep_threads: usize) -> Done {
                 false,
             ),
         },
-        Job::Index(path) => {
+        Job::Index(path, root) => {
             let shown = render::show(path);
-            match check::check_index(path, o) {
+            match check::check_index(path, root.as_deref(), o) {
                 Ok(rep) => done(
                     render::index(&shown, &rep, o),
                     render::index_status(&rep),
@@ -128,9 +131,9 @@ fn run_job(job: &Job, o: &Options, deep_threads: usize) -> Done {
                 ),
             }
         }
-        Job::SkippedLink(path) => done(
-            render::skipped_link(&render::show(path), o),
-            Status::Skipped,
+        Job::NotChecked(path, why) => done(
+            render::not_checked(&render::show(path), why, o),
+            Status::NotChecked,
             false,
         ),
         Job::WalkError(path, e) => done(
@@ -147,7 +150,7 @@ fn is_broken_pipe(e: &io::Error) -> bool {
 }
 
 fn run(o: &Options) -> u8 {
-    let jobs = input::expand(&o.paths, o.follow_links);
+    let jobs = input::expand(&o.paths, o.follow_links, o.allow_empty);
     let workers = o.jobs.min(jobs.len()).max(1);
     // One file alone gets every thread for its deep scan; many files get one each.
     let deep_threads = if jobs.len() == 1 { o.jobs } else { 1 };
@@ -188,9 +191,9 @@ fn run(o: &Options) -> u8 {
                     Status::Valid => tally.valid += 1,
                     Status::Invalid => tally.invalid += 1,
                     Status::IoError => tally.io_errors += 1,
-                    Status::Skipped => tally.skipped += 1,
+                    Status::NotChecked => tally.not_checked += 1,
                 }
-                if d.status != Status::Skipped {
+                if d.status != Status::NotChecked {
                     if d.is_index {
                         tally.indexes += 1;
                     } else {
@@ -205,7 +208,9 @@ fn run(o: &Options) -> u8 {
                     let _ = out.flush();
                     let _ = io::stderr().write_all(d.rendered.stderr.as_bytes());
                 }
-                if let Err(e) = out.write_all(d.rendered.stdout.as_bytes()) {
+                // Flushed per job: a run that is killed keeps the lines it printed.
+                let written = out.write_all(d.rendered.stdout.as_bytes());
+                if let Err(e) = written.and_then(|()| out.flush()) {
                     if is_broken_pipe(&e) {
                         broken = true;
                         stop.store(true, Ordering::Relaxed);

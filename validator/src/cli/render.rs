@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use stcheck::deep::DeepReport;
+use stcheck::fs::NotChecked;
 use stcheck::index::{IndexFinding, IndexReport};
 use stcheck::reference::{RefTensor, Verdict};
 use stcheck::{DtypeTotal, Error, Finding, Report, Severity};
@@ -19,7 +20,7 @@ pub(crate) enum Status {
     Valid,
     Invalid,
     IoError,
-    Skipped,
+    NotChecked,
 }
 
 impl Status {
@@ -28,7 +29,7 @@ impl Status {
             Status::Valid => "valid",
             Status::Invalid => "invalid",
             Status::IoError => "io_error",
-            Status::Skipped => "skipped",
+            Status::NotChecked => "not_checked",
         }
     }
 }
@@ -40,22 +41,10 @@ pub(crate) struct Rendered {
     pub(crate) stderr: String,
 }
 
-/// A path for output: lossy UTF-8, control characters escaped so a file name cannot forge a
-/// line of output.
+/// A path for output: bytes that are not UTF-8 as `\xNN`, control characters escaped so a
+/// file name cannot forge a line of output.
 pub(crate) fn show(path: &Path) -> String {
-    let s = path.to_string_lossy();
-    if !s.chars().any(char::is_control) {
-        return s.into_owned();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    stcheck::fs::display_path(path)
 }
 
 /// `{"type":KIND,"data":DATA}` with `type` first, as a line.
@@ -422,13 +411,18 @@ pub(crate) fn io_error(path: &str, message: &str, o: &Options, what: &str) -> Re
     r
 }
 
-pub(crate) fn skipped_link(path: &str, o: &Options) -> Rendered {
+/// A path not checked (a link not followed, a special file, a directory with nothing to
+/// check): a failure of the run.
+pub(crate) fn not_checked(path: &str, why: &NotChecked, o: &Options) -> Rendered {
     let mut r = Rendered::default();
-    let reason = "symbolic link, not followed (use --follow-links)";
+    let message = why.to_string();
     if o.json {
-        r.stdout = envelope("skipped", json!({"path": path, "reason": reason}));
+        r.stdout = envelope(
+            "not_checked",
+            json!({"path": path, "reason": why.code(), "message": message}),
+        );
     } else {
-        r.stdout = format!("{path}: skipped ({reason})\n");
+        r.stdout = format!("{path}: not checked: {message}\n");
     }
     r
 }
@@ -528,12 +522,12 @@ pub(crate) struct Tally {
     pub(crate) valid: u64,
     pub(crate) invalid: u64,
     pub(crate) io_errors: u64,
-    pub(crate) skipped: u64,
+    pub(crate) not_checked: u64,
 }
 
 impl Tally {
     pub(crate) fn exit_code(&self) -> u8 {
-        if self.io_errors > 0 {
+        if self.io_errors > 0 || self.not_checked > 0 {
             2
         } else if self.invalid > 0 {
             1
@@ -549,7 +543,7 @@ pub(crate) fn summary(t: &Tally) -> String {
         "summary",
         json!({
             "files": t.files, "indexes": t.indexes, "valid": t.valid, "invalid": t.invalid,
-            "io_errors": t.io_errors, "skipped": t.skipped, "exit_code": t.exit_code(),
+            "io_errors": t.io_errors, "not_checked": t.not_checked, "exit_code": t.exit_code(),
         }),
     )
 }
