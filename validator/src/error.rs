@@ -249,6 +249,8 @@ pub type Warning = Finding;
 #[derive(Debug)]
 pub struct ReadError {
     kind: ReadErrorKind,
+    /// A finer code than the kind, for machines (e.g. `dangling_link`, `link_loop`).
+    code: &'static str,
     path: Option<PathBuf>,
     shard: Option<Box<str>>,
     message: Box<str>,
@@ -267,8 +269,12 @@ pub enum ReadErrorKind {
     LinkNotFollowed,
     /// The input is larger than a documented bound for the requested check.
     TooLarge,
-    /// The file changed (shrank or grew) while it was read.
+    /// The file changed (shrank or grew, or another file took its place) while it was read.
     Changed,
+    /// A loop of links or directories.
+    Loop,
+    /// A directory named to be checked holds nothing to check.
+    Empty,
     /// Any other I/O failure (permission denied, a read error, a network failure).
     Io,
 }
@@ -282,6 +288,8 @@ impl ReadErrorKind {
             ReadErrorKind::LinkNotFollowed => "link_not_followed",
             ReadErrorKind::TooLarge => "too_large",
             ReadErrorKind::Changed => "changed",
+            ReadErrorKind::Loop => "loop",
+            ReadErrorKind::Empty => "empty",
             ReadErrorKind::Io => "io",
         }
     }
@@ -292,6 +300,7 @@ impl ReadError {
     pub fn new(kind: ReadErrorKind, message: impl Into<String>) -> Self {
         ReadError {
             kind,
+            code: kind.as_str(),
             path: None,
             shard: None,
             message: message.into().into_boxed_str(),
@@ -308,6 +317,7 @@ impl ReadError {
         };
         ReadError {
             kind,
+            code: kind.as_str(),
             path: None,
             shard: None,
             message: e.to_string().into_boxed_str(),
@@ -330,6 +340,22 @@ impl ReadError {
     /// What kind of failure.
     pub fn kind(&self) -> ReadErrorKind {
         self.kind
+    }
+
+    /// A stable code for machines, finer than the kind where the cause is known (the codes of
+    /// [`crate::fs::NotChecked::code`], or the kind's name).
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// Whether the path was not checked by policy or by its nature (a special file, a link
+    /// not followed, a loop, an empty directory, a file that changed), rather than because
+    /// reading it failed.
+    pub fn is_policy(&self) -> bool {
+        !matches!(
+            self.kind,
+            ReadErrorKind::Io | ReadErrorKind::NotFound | ReadErrorKind::TooLarge
+        )
     }
 
     /// The path it is about, where known.
@@ -363,6 +389,31 @@ impl std::error::Error for ReadError {
         self.source
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<crate::fs::NotChecked> for ReadError {
+    fn from(n: crate::fs::NotChecked) -> Self {
+        use crate::fs::NotChecked as N;
+        let kind = match &n {
+            N::NotRegular(_) => ReadErrorKind::NotRegular,
+            N::LinkLeavesRoot { .. } | N::DirLinkLeavesRoot { .. } => {
+                ReadErrorKind::LinkNotFollowed
+            }
+            N::DanglingLink { .. } => ReadErrorKind::NotFound,
+            N::LinkLoop | N::DirectoryLoop { .. } => ReadErrorKind::Loop,
+            N::Changed => ReadErrorKind::Changed,
+            N::Empty { .. } => ReadErrorKind::Empty,
+            N::Io(_) => ReadErrorKind::Io,
+        };
+        let code = n.code();
+        match n {
+            N::Io(e) => ReadError::io(e),
+            other => ReadError {
+                code,
+                ..ReadError::new(kind, other.to_string())
+            },
+        }
     }
 }
 

@@ -53,6 +53,7 @@ use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess,
 
 use crate::check::{Checked, Checker};
 use crate::error::{Finding, ReadError, ReadErrorKind};
+use crate::fs::{Checkpoint, FileId, FileKind, LinkPolicy, LinkTarget, NotChecked, Root};
 use crate::json::{self, reject_types, KeyCursor, KeyTable, Syntax, Text, TextSeed};
 use crate::limits::Config;
 use crate::report::DtypeTotal;
@@ -129,12 +130,15 @@ impl ShardSource for MemorySource {
     }
 }
 
-/// Shards in a directory of the file system, opened with [`crate::fs::open_regular`] (never
-/// blocking on a FIFO or device) under the link policy, and read as [`ReadMode`] says.
+/// Shards in a directory of the file system, opened with the policy of [`crate::fs`]: regular
+/// files only, never blocking on a FIFO or device, links followed only inside the root (or,
+/// with [`FsSource::allow_outside_links`], to regular files outside it), and read as
+/// [`ReadMode`] says.
 #[derive(Debug, Clone)]
 pub struct FsSource {
     dir: PathBuf,
-    allow_outside_links: bool,
+    root: Option<PathBuf>,
+    links: LinkPolicy,
     mode: ReadMode,
 }
 
@@ -147,16 +151,30 @@ impl FsSource {
         };
         FsSource {
             dir,
-            allow_outside_links: false,
+            root: None,
+            links: LinkPolicy::confined(),
             mode: ReadMode::Mmap,
         }
     }
 
-    /// Accept shards that are symbolic links to files outside the directory (as in the Hub's
-    /// download cache, where snapshot files link to `../../blobs/`). Default: refused with
-    /// `INDEX-SHARD-LINK`, whose message names `--follow-links`.
+    /// Accept shards that are symbolic links to regular files outside the root (as in the
+    /// Hub's download cache, where snapshot files link to `../../blobs/`). Default: refused
+    /// with `INDEX-SHARD-LINK`, whose message names the option that accepts them.
     pub fn allow_outside_links(mut self, yes: bool) -> Self {
-        self.allow_outside_links = yes;
+        self.links = self.links.follow_outside(yes);
+        self
+    }
+
+    /// The link policy (which option messages name, whether outside links are followed).
+    pub fn link_policy(mut self, links: LinkPolicy) -> Self {
+        self.links = links;
+        self
+    }
+
+    /// The directory within which shard links must resolve: the directory the user named,
+    /// when the index was found by walking it. Default: the index's directory.
+    pub fn confine_to(mut self, root: &Path) -> Self {
+        self.root = Some(root.to_path_buf());
         self
     }
 
@@ -171,8 +189,9 @@ impl FsSource {
         &self.dir
     }
 
-    /// The path of the shard `name`, if the link policy lets it be opened.
-    pub fn resolve(&self, name: &str) -> Result<PathBuf, ReadError> {
+    /// The path of the shard `name` if the link policy lets it be opened, with the identity
+    /// of the file it leads to.
+    pub fn resolve(&self, name: &str) -> Result<(PathBuf, Option<FileId>), ReadError> {
         let path = self.dir.join(name);
         let meta = std::fs::symlink_metadata(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -181,30 +200,25 @@ impl FsSource {
                 ReadError::from(e)
             }
         })?;
-        if meta.file_type().is_symlink() && !self.allow_outside_links {
-            let target = std::fs::canonicalize(&path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    ReadError::new(
-                        ReadErrorKind::NotFound,
-                        "a symbolic link to a file that does not exist",
-                    )
-                } else {
-                    ReadError::from(e)
-                }
-            })?;
-            let dir = std::fs::canonicalize(&self.dir)?;
-            if target.parent() != Some(dir.as_path()) {
-                return Err(ReadError::new(
-                    ReadErrorKind::LinkNotFollowed,
-                    format!(
-                        "a symbolic link to {}, outside the index's directory (--follow-links \
-                         follows it)",
-                        crate::names::escape(&target.to_string_lossy())
-                    ),
-                ));
-            }
+        if !meta.file_type().is_symlink() {
+            return Ok((path, FileId::of(&meta)));
         }
-        Ok(path)
+        let root = Root::new(self.root.as_deref().unwrap_or(&self.dir))?;
+        match crate::fs::follow_link(&path, &root, &self.links)? {
+            LinkTarget::File { id, .. } => Ok((path, id)),
+            LinkTarget::Dir { .. } => Err(NotChecked::NotRegular(FileKind::Directory).into()),
+        }
+    }
+
+    /// Open the shard `name` (a plain file name) under the link policy, as a regular file
+    /// that is still the one [`FsSource::resolve`] judged.
+    pub fn open(&self, name: &str) -> Result<std::fs::File, ReadError> {
+        let (path, expected) = self.resolve(name)?;
+        let file = crate::fs::open_regular(&path)?;
+        if file.id() != expected {
+            return Err(NotChecked::Changed.into());
+        }
+        Ok(file.into_parts().0)
     }
 }
 
@@ -213,9 +227,8 @@ impl ShardSource for FsSource {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
             let name = entry?.file_name();
-            let name = name.to_string_lossy();
-            if name.ends_with(".safetensors") {
-                out.push(name.into_owned());
+            if crate::fs::checkpoint_kind(&name) == Some(Checkpoint::Safetensors) {
+                out.push(crate::fs::name_for_listing(&name).into_owned());
             }
         }
         Ok(out)
@@ -227,8 +240,7 @@ impl ShardSource for FsSource {
         config: &Config,
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
-        let path = self.resolve(name)?;
-        let (file, _) = crate::fs::open_regular(&path)?;
+        let file = self.open(name)?;
         crate::source::check_file(&file, config, self.mode, f)
     }
 }
@@ -580,8 +592,11 @@ pub fn check_index_with(
             Ok(()) => {}
             Err(e) => {
                 let rule = match e.kind() {
-                    ReadErrorKind::NotFound | ReadErrorKind::NotRegular => Rule::IndexShardMissing,
                     ReadErrorKind::LinkNotFollowed => Rule::IndexShardLink,
+                    ReadErrorKind::NotFound
+                    | ReadErrorKind::NotRegular
+                    | ReadErrorKind::Loop
+                    | ReadErrorKind::Changed => Rule::IndexShardMissing,
                     _ => return Err(e.with_shard(name)),
                 };
                 let f = Finding::new(rule, shard.offset, e.message())

@@ -653,10 +653,11 @@ pub struct Summary {
     pub valid: u64,
     /// Invalid files and sets.
     pub invalid: u64,
-    /// Paths that could not be checked (never valid).
+    /// Paths whose reading failed (never valid).
     pub io_errors: u64,
-    /// Symbolic links not followed (they fail the run).
-    pub skipped: u64,
+    /// Paths not checked by the file-system policy: special files, links not followed, loops,
+    /// directories with nothing to check (never valid; they fail the run).
+    pub not_checked: u64,
     /// The exit code of the run.
     pub exit_code: u8,
 }

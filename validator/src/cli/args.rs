@@ -16,8 +16,22 @@ Each PATH is a file, a directory (walked recursively for *.safetensors and
 *.safetensors.index.json file is checked together with the shards it names.
 
 Output (stdout): one line per file, `path: ok (...)` or `path: error RULE-ID: ...`,
-warnings indented below. Error lines about unreadable paths go to stderr as
+warnings indented below; `path: not checked: reason` for a path that could not
+be checked. Error lines about unreadable paths go to stderr as
 `stcheck: path: message`.
+
+Fail closed: the run succeeds only if every path that looks like a checkpoint
+was checked and is valid. What could not be checked is never valid and fails the
+run (exit 2): a FIFO, socket or device (only regular files are read; pipe data
+through '-'), a symbolic link not followed, a dangling or looping link, an
+unreadable file or directory, and a directory with nothing to check.
+
+Links: a PATH that is a link is followed. Below a directory PATH, a link is
+followed when its resolved target stays inside that directory; a link to a file
+outside it is not checked (unless --follow-links). Links to directories are
+never walked: one inside is walked under its own path, one outside every
+directory PATH is not checked. A shard link must stay inside the directory PATH
+the index was found under (the index's directory for an index named directly).
 
 Options:
       --json                   JSON Lines on stdout: one {\"type\":...,\"data\":...} object
@@ -29,8 +43,13 @@ Options:
                                that another process may still be writing)
       --stream                 validate files in one forward pass through a fixed buffer
                                (standard input always streams)
-      --follow-links           follow symbolic links met while walking directories, and
-                               accept shards that link outside the index's directory
+      --follow-links           also follow links to regular files outside the directory
+                               PATH (and shard links leaving it), as in a Hugging Face
+                               cache snapshot whose files link to ../../blobs/; never to
+                               a FIFO or device, and directories outside every PATH are
+                               still never walked
+      --allow-empty            accept a directory PATH with no *.safetensors or
+                               *.safetensors.index.json file in it
       --profile strict|reference
                                strict (default): the rules of SPEC.md;
                                reference: the verdict of the safetensors 0.8.0 crate
@@ -50,10 +69,11 @@ Options:
   -V, --version                print the version
 
 Exit codes:
-  0  every file is valid
-  1  at least one file or sharded set is invalid (and no I/O error happened)
-  2  usage error, or an I/O error on at least one path (missing file, permission
-     denied, not a regular file): such a path is never counted as valid or invalid
+  0  every file is valid, and every path was checked
+  1  at least one file or sharded set is invalid (and every path was checked)
+  2  usage error, or at least one path could not be checked (missing, permission
+     denied, not a regular file, a link not followed, nothing found): such a path
+     is never counted as valid or invalid
 A closed output pipe ends the run quietly, with the status of the files checked so far.
 ";
 
@@ -65,6 +85,7 @@ pub(crate) struct Options {
     pub(crate) jobs: usize,
     pub(crate) mode: ReadMode,
     pub(crate) follow_links: bool,
+    pub(crate) allow_empty: bool,
     pub(crate) profile: Profile,
     pub(crate) compare_reference: bool,
     pub(crate) config: Config,
@@ -102,6 +123,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         jobs: default_jobs(),
         mode: ReadMode::Mmap,
         follow_links: false,
+        allow_empty: false,
         profile: Profile::Strict,
         compare_reference: false,
         config: Config::default(),
@@ -157,6 +179,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--no-mmap" => no_mmap = true,
             "--stream" => stream = true,
             "--follow-links" => o.follow_links = true,
+            "--allow-empty" => o.allow_empty = true,
             "--compare-reference" => o.compare_reference = true,
             "--deny-warnings" => o.config.deny_warnings = true,
             "--deep" => o.config.deep = true,

@@ -6,10 +6,10 @@
 use std::collections::HashSet;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use stcheck::index::{self, FsSource, IndexReport, ShardOutcome};
-use stcheck::{Checked, Config, ReadError, ReadErrorKind};
+use stcheck::{Checked, Config, ReadError};
 
 use super::args::Options;
 use super::input::Job;
@@ -21,8 +21,8 @@ pub(crate) fn file<T>(
     o: &Options,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<T, ReadError> {
-    let (file, _) = stcheck::fs::open_regular(path)?;
-    stcheck::check_file(&file, config, o.mode, f)
+    let file = stcheck::fs::open_regular(path).map_err(|e| ReadError::from(e).with_path(path))?;
+    stcheck::check_file(file.file(), config, o.mode, f)
 }
 
 /// Check standard input (always one forward pass; a copy to a temporary file when the
@@ -34,7 +34,9 @@ pub(crate) fn stdin(config: &Config) -> Result<Checked<'static>, ReadError> {
 /// Read an index file: at most one byte past the limit (a longer index is rejected without
 /// reading it).
 fn read_index(path: &Path, config: &Config) -> Result<Vec<u8>, ReadError> {
-    let (file, _) = stcheck::fs::open_regular(path)?;
+    let (file, _) = stcheck::fs::open_regular(path)
+        .map_err(|e| ReadError::from(e).with_path(path))?
+        .into_parts();
     let mut bytes = Vec::new();
     file.take(config.header_limit().saturating_add(1))
         .read_to_end(&mut bytes)
@@ -42,22 +44,29 @@ fn read_index(path: &Path, config: &Config) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
-/// The shard source of an index at `path`, reading shards as the options say.
-fn source(path: &Path, o: &Options) -> FsSource {
-    FsSource::for_index(path)
+/// The shard source of an index at `path`, reading shards as the options say; shard links
+/// must stay inside `root` (the directory named on the command line that the index was found
+/// under), by default the index's directory.
+fn source(path: &Path, root: Option<&Path>, o: &Options) -> FsSource {
+    let s = FsSource::for_index(path)
         .allow_outside_links(o.follow_links)
-        .read_mode(o.mode)
+        .read_mode(o.mode);
+    match root {
+        Some(r) => s.confine_to(r),
+        None => s,
+    }
 }
 
 /// Check a sharded checkpoint, handing each shard's outcome to `on_shard` as it comes.
 pub(crate) fn index(
     path: &Path,
+    root: Option<&Path>,
     config: &Config,
     o: &Options,
     on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
 ) -> Result<IndexReport, ReadError> {
     let bytes = read_index(path, config)?;
-    index::check_index_with(&bytes, &source(path, o), config, on_shard)
+    index::check_index_with(&bytes, &source(path, root, o), config, on_shard)
 }
 
 /// The (device, inode) of a path's file, following links.
@@ -70,19 +79,20 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 pub(crate) fn fold_shards(jobs: Vec<Job>, o: &Options) -> Vec<Job> {
     let mut shards: HashSet<(u64, u64)> = HashSet::new();
     for job in &jobs {
-        let Job::Index(path) = job else { continue };
+        let Job::Index(path, root) = job else {
+            continue;
+        };
         let Ok(bytes) = read_index(path, &o.config) else {
             continue;
         };
-        let src = source(path, o);
+        let src = source(path, root.as_deref(), o);
         for name in index::shard_names(&bytes, &o.config) {
-            let shard: PathBuf = match src.resolve(&name) {
-                Ok(p) => p,
-                Err(e) if e.kind() == ReadErrorKind::LinkNotFollowed => continue,
-                Err(_) => continue,
-            };
-            if let Some(id) = identity(&shard) {
-                shards.insert(id);
+            // A shard the index cannot open is reported there; a file of the walk that the
+            // index cannot reach stays a job of its own.
+            if let Ok((shard, _)) = src.resolve(&name) {
+                if let Some(id) = identity(&shard) {
+                    shards.insert(id);
+                }
             }
         }
     }

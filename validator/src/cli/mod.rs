@@ -76,7 +76,7 @@ enum Status {
     Valid,
     Invalid,
     IoError,
-    Skipped,
+    NotChecked,
 }
 
 /// Output in input order, written as it is produced: job `i` writes only when jobs `0..i`
@@ -123,9 +123,9 @@ impl Sink {
             Status::Valid => self.tally.valid += 1,
             Status::Invalid => self.tally.invalid += 1,
             Status::IoError => self.tally.io_errors += 1,
-            Status::Skipped => self.tally.skipped += 1,
+            Status::NotChecked => self.tally.not_checked += 1,
         }
-        if status != Status::Skipped {
+        if status != Status::NotChecked {
             if is_index {
                 self.tally.indexes += 1;
             } else {
@@ -194,8 +194,13 @@ fn run_job(
                 let mut s = lock(sink);
                 s.before_output();
                 let _ = s.out.flush();
-                let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
-                s.finish_job(Status::IoError, false, written, stop);
+                if e.is_policy() {
+                    let written = render::not_checked(&mut s.out, &shown, &e, o);
+                    s.finish_job(Status::NotChecked, false, written, stop);
+                } else {
+                    let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
+                    s.finish_job(Status::IoError, false, written, stop);
+                }
             }
         }
         Job::Stdin => {
@@ -222,7 +227,7 @@ fn run_job(
                 }
             }
         }
-        Job::Index(path) => {
+        Job::Index(path, root) => {
             // Shards are written as they are checked, so the index waits for its turn first.
             turns.wait(i);
             let shown = render::show(path);
@@ -230,7 +235,7 @@ fn run_job(
             let s = &mut *guard;
             s.before_output();
             let mut out = render::IndexOutput::start(&mut s.out, path, o);
-            let result = check::index(path, &config, o, &mut |name, outcome| {
+            let result = check::index(path, root.as_deref(), &config, o, &mut |name, outcome| {
                 out.shard(name, outcome, o)
             });
             let (status, written) = match &result {
@@ -250,12 +255,12 @@ fn run_job(
             };
             s.finish_job(status, true, written, stop);
         }
-        Job::SkippedLink(path) => {
+        Job::NotChecked(path, why) => {
             turns.wait(i);
             let mut s = lock(sink);
             s.before_output();
-            let written = render::skipped_link(&mut s.out, &render::show(path), o);
-            s.finish_job(Status::Skipped, false, written, stop);
+            let written = render::not_checked(&mut s.out, &render::show(path), why, o);
+            s.finish_job(Status::NotChecked, false, written, stop);
         }
         Job::WalkError(path, e) => {
             turns.wait(i);
@@ -272,7 +277,7 @@ fn run_job(
 }
 
 fn exit_code(t: &Summary) -> u8 {
-    if t.io_errors > 0 {
+    if t.io_errors > 0 || t.not_checked > 0 {
         2
     } else if t.invalid > 0 {
         1
@@ -282,7 +287,7 @@ fn exit_code(t: &Summary) -> u8 {
 }
 
 fn run(o: &Options) -> u8 {
-    let jobs = input::expand(&o.paths, o.follow_links);
+    let jobs = input::expand(&o.paths, o.follow_links, o.allow_empty);
     let jobs = check::fold_shards(jobs, o);
     let workers = o.jobs.min(jobs.len()).max(1);
     // One file alone gets every thread for its deep scan; many files get one each.

@@ -12,10 +12,10 @@ use stcheck::{Checked, DtypeTotal, Finding, ReadError, Report};
 
 use super::args::Options;
 
-/// A path for output: lossy UTF-8, escaped exactly as names are (`stcheck::escape`), so a file
-/// name cannot forge or hide a line of output.
+/// A path for output: bytes that are not UTF-8 as `\xNN`, the rest escaped exactly as names
+/// are, so a file name can neither be lost nor forge or hide a line of output.
 pub(crate) fn show(path: &Path) -> String {
-    stcheck::escape(&path.to_string_lossy()).into_owned()
+    stcheck::fs::display_path(path)
 }
 
 fn options(o: &Options) -> wire::Options {
@@ -250,18 +250,29 @@ pub(crate) fn unreadable(
     Ok(())
 }
 
-/// A symbolic link met in a walk and not followed.
-pub(crate) fn skipped_link(out: &mut dyn Write, path: &str, o: &Options) -> io::Result<()> {
-    let reason = "symbolic link, not followed (use --follow-links)";
+/// A path not checked (a link not followed, a special file, a loop, a directory with nothing to
+/// check): a failure of the run. `{"path", "reason", "message"}`, or `path: not checked: ...`.
+pub(crate) fn not_checked(
+    out: &mut dyn Write,
+    path: &str,
+    why: &ReadError,
+    o: &Options,
+) -> io::Result<()> {
     if o.json {
         #[derive(serde::Serialize)]
-        struct Skipped<'a> {
+        struct NotChecked<'a> {
             path: &'a str,
             reason: &'a str,
+            message: &'a str,
         }
-        return wire::write_line(out, "skipped", &Skipped { path, reason });
+        let record = NotChecked {
+            path,
+            reason: why.code(),
+            message: why.message(),
+        };
+        return wire::write_line(out, "not_checked", &record);
     }
-    writeln!(out, "{path}: skipped ({reason})")
+    writeln!(out, "{path}: not checked: {}", why.message())
 }
 
 /// The output of one index, written as the shards are checked: in JSON the record's head and
