@@ -103,14 +103,10 @@ fn fake(script: &str) -> Vec<String> {
 fn run(manifest: &Path, command: Vec<String>, timeout: Duration, deep: bool) -> RunResults {
     let m = Manifest::load(manifest).expect("manifest");
     let opts = RunOptions {
-        adapter: "fake".into(),
-        command,
         timeout,
         jobs: 2,
-        run: vec![],
-        skip: vec![],
         deep,
-        judge: Judge::Strict,
+        ..RunOptions::new("fake", command)
     };
     run_all(&opts, &m, manifest.parent().expect("dir"), &|_| {})
 }
@@ -468,9 +464,12 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
             id: (*id).into(),
             outcome: *o,
             expected: Expect::Accept,
+            class: None,
             detail: String::new(),
             exit_code: None,
             stderr: String::new(),
+            rule: None,
+            message: None,
             millis: 0,
         })
         .collect();
@@ -481,6 +480,8 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
         judge: Judge::Strict,
         deep: false,
         timeout_ms: 1,
+        persistent: false,
+        index: false,
         summary: Default::default(),
         cases,
     }
@@ -538,15 +539,15 @@ fn json_results_and_the_matrix() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        md.contains("| Case | verdict | always-accepts | always-rejects |"),
+        md.contains("| Case | verdict | class | always-accepts | always-rejects |"),
         "{md}"
     );
     assert!(
-        md.contains("| `invalid/trailing` | reject | **ACCEPTS** | ok |"),
+        md.contains("| `invalid/trailing` | reject | - | **ACCEPTS** | ok |"),
         "{md}"
     );
     assert!(
-        md.contains("| `choice/same` | impl-defined | accepts | rejects |"),
+        md.contains("| `choice/same` | impl-defined | - | accepts | rejects |"),
         "{md}"
     );
     assert!(
@@ -555,7 +556,7 @@ fn json_results_and_the_matrix() {
     );
     let again = report::matrix(&[parsed], None);
     assert!(
-        again.contains("| `valid/two` | ? | **CONTENT** |"),
+        again.contains("| `valid/two` | ? | - | **CONTENT** |"),
         "{again}"
     );
 }
@@ -565,14 +566,13 @@ fn judging_against_the_reference() {
     let m = corpus(&scratch("judge"));
     let man = Manifest::load(&m).expect("manifest");
     let opts = RunOptions {
-        adapter: "crate".into(),
-        command: vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
         timeout: T,
-        jobs: 1,
-        run: vec![],
         skip: vec!["choice/*".into()],
-        deep: false,
         judge: Judge::Reference,
+        ..RunOptions::new(
+            "crate",
+            vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
+        )
     };
     let r = run_all(&opts, &man, m.parent().expect("dir"), &|_| {});
     assert_eq!(
