@@ -165,7 +165,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 let t: f64 = v
                     .parse()
                     .map_err(|_| format!("bad --startup-timeout {v:?}"))?;
-                if !(t >= 0.0 && t <= 86_400.0) {
+                if !(0.0..=86_400.0).contains(&t) {
                     return Err(format!("bad --startup-timeout {v:?}"));
                 }
                 a.startup = Some(t);
