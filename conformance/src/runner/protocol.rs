@@ -90,9 +90,61 @@ fn value(v: &Value, what: &str) -> Result<String, String> {
 
 /// Parse an adapter's standard output.
 pub fn parse(stdout: &[u8]) -> Result<Reported, String> {
-    let text = std::str::from_utf8(stdout).map_err(|e| format!("output is not UTF-8: {e}"))?;
-    let root: Value = serde_json::from_str(text).map_err(|e| format!("output is not JSON: {e}"))?;
-    parse_value(&root)
+    parse_value(&json(stdout).map_err(|e| format!("output is not JSON: {e}"))?)
+}
+
+/// Decode JSON text an adapter wrote. An escaped lone surrogate (`\ud800`, which
+/// JavaScript's `JSON.stringify` writes for a string holding one) becomes U+FFFD: serde_json
+/// has no string type for it, and no expected name or value holds one.
+pub fn json(bytes: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let text = replace_lone_surrogates(text);
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+fn surrogate_at(b: &[u8], i: usize) -> Option<u16> {
+    let digits = b.get(i + 2..i + 6)?;
+    if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+        return None;
+    }
+    let v = u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()?;
+    (0xD800..=0xDFFF).contains(&v).then_some(v)
+}
+
+fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\u") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            // An escape: copy it whole unless it is a lone surrogate.
+            match surrogate_at(b, i) {
+                Some(hi) if (0xD800..0xDC00).contains(&hi) => {
+                    if surrogate_at(b, i + 6).is_some_and(|lo| lo >= 0xDC00) {
+                        i += 12;
+                        continue;
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    i += 2;
+                    continue;
+                }
+            }
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Parse an accepting answer already decoded as JSON.
@@ -238,9 +290,7 @@ pub enum Reply {
 
 /// Decode one reply line of the persistent mode for the request `id`.
 pub fn parse_reply(line: &[u8], id: &str) -> Result<Reply, String> {
-    let text = std::str::from_utf8(line).map_err(|e| format!("reply is not UTF-8: {e}"))?;
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| format!("reply is not one line of JSON: {e}"))?;
+    let v = json(line).map_err(|e| format!("reply is not one line of JSON: {e}"))?;
     let obj = v.as_object().ok_or("reply is not a JSON object")?;
     match obj.get("id") {
         Some(Value::String(got)) if got == id => {}
@@ -256,5 +306,20 @@ pub fn parse_reply(line: &[u8], id: &str) -> Result<Reply, String> {
             "unknown status {other:?} (accept, reject, unsupported or crash)"
         )),
         None => Err("reply has no \"status\" string".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let v = json(br#"{"a":"x\ud800y","b":"\ud83d\ude00","c":"\\ud800","d":"\udc00"}"#)
+            .expect("parses");
+        assert_eq!(v["a"], "x\u{FFFD}y");
+        assert_eq!(v["b"], "\u{1F600}");
+        assert_eq!(v["c"], "\\ud800");
+        assert_eq!(v["d"], "\u{FFFD}");
     }
 }

@@ -14,7 +14,7 @@ use super::glob;
 use super::manifest::{Case, Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
 use super::persistent::{Asked, Worker};
-use super::protocol::{Reason, Reply};
+use super::protocol::{self, Reason, Reply};
 
 /// The version of the results JSON.
 pub const RESULTS_VERSION: &str = "2";
@@ -204,11 +204,7 @@ fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> 
         exec::Status::TimedOut => Answer::TimedOut,
         exec::Status::Signaled(sig) => Answer::Crashed(format!("killed by signal {sig}")),
         exec::Status::Exited(0) => Answer::Accepted(
-            std::str::from_utf8(&ran.stdout)
-                .map_err(|e| format!("output is not UTF-8: {e}"))
-                .and_then(|t| {
-                    serde_json::from_str(t).map_err(|e| format!("output is not JSON: {e}"))
-                }),
+            protocol::json(&ran.stdout).map_err(|e| format!("output is not JSON: {e}")),
         ),
         exec::Status::Exited(1) => Answer::Rejected(Reason::from_stdout(&ran.stdout)),
         exec::Status::Exited(4) => Answer::Unsupported(Reason::from_stdout(&ran.stdout)),
