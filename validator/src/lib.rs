@@ -38,6 +38,8 @@ pub mod limits;
 pub mod names;
 /// The reference profile.
 pub mod reference;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod report;
 pub mod rules;
 pub mod size;
