@@ -250,6 +250,30 @@ fn a_slow_drip_runs_out_of_time() {
 }
 
 #[test]
+fn a_response_head_dripped_byte_by_byte_runs_out_of_time() {
+    // Each byte well within the read timeout; the head never ends.
+    let head: Vec<u8> = b"HTTP/1.1 200 OK\r\nX-Padding: "
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(b'a', 10_000))
+        .collect();
+    let server =
+        Server::start(move |_| Reply::raw(head.clone()).drip(1, Duration::from_millis(10)));
+    let mut o = test_options();
+    o.total_timeout = Duration::from_millis(500);
+    let c = client(o);
+    // Deep checks have no deadline of their own (stream_timeout: None), yet the head is
+    // bounded by the total timeout.
+    for depth in [H, Depth::Deep { sha256: false }] {
+        could_not_check(
+            &c.check(&server.url("/f"), &Config::default(), depth),
+            ErrorKind::Timeout,
+            "",
+        );
+    }
+}
+
+#[test]
 fn a_stalled_server_hits_the_read_timeout() {
     let server = Server::start(|_| {
         Reply::new(206)
@@ -421,7 +445,7 @@ fn responses_that_are_not_the_files_bytes_are_refused() {
         ),
         ("/416", ErrorKind::Response, "416"),
         ("/204", ErrorKind::Response, "unexpected HTTP 204"),
-        ("/garbage", ErrorKind::Response, ""),
+        ("/garbage", ErrorKind::Response, "not valid HTTP/1.1"),
         (
             "/changing",
             ErrorKind::Response,

@@ -47,6 +47,8 @@ pub(super) struct Session<'r> {
     remote: &'r Remote,
     /// Credentials are sent only to this origin, the one the user named.
     home: Origin,
+    /// The URL the job started at (messages name a URL only when it is another one).
+    start: Url,
     deadline: Option<Instant>,
     pub(super) cost: Cost,
 }
@@ -89,6 +91,7 @@ impl<'r> Session<'r> {
         Session {
             remote,
             home: url.origin(),
+            start: url.clone(),
             deadline: timeout.map(|t| Instant::now() + t),
             cost: Cost::default(),
         }
@@ -204,9 +207,9 @@ impl<'r> Session<'r> {
                             return Err(RemoteError::status(
                                 s,
                                 format!(
-                                    "{} from {}; it asks to retry after {secs} s, more than the {} s allowed",
+                                    "{}{}; it asks to retry after {secs} s, more than the {} s allowed",
                                     status_text(s),
-                                    url.shown(),
+                                    self.from(&url),
                                     opts.max_retry_after.as_secs()
                                 ),
                             ));
@@ -220,16 +223,37 @@ impl<'r> Session<'r> {
                 }
                 s => {
                     let tried = if retryable(s) {
-                        format!(" (after {} retries)", opts.max_retries)
+                        match opts.max_retries {
+                            1 => " (after 1 retry)".to_owned(),
+                            n => format!(" (after {n} retries)"),
+                        }
                     } else {
                         String::new()
                     };
                     return Err(RemoteError::status(
                         s,
-                        format!("{} from {}{tried}", status_text(s), url.shown()),
+                        format!("{}{}{tried}", status_text(s), self.from(&url)),
                     ));
                 }
             }
+        }
+    }
+
+    /// `"URL: "` for a URL other than the one the job started at (after a redirect).
+    fn at(&self, url: &Url) -> String {
+        if *url == self.start {
+            String::new()
+        } else {
+            format!("{}: ", url.shown())
+        }
+    }
+
+    /// `" from URL"` for a URL other than the one the job started at.
+    fn from(&self, url: &Url) -> String {
+        if *url == self.start {
+            String::new()
+        } else {
+            format!(" from {}", url.shown())
         }
     }
 
@@ -289,10 +313,11 @@ impl<'r> Session<'r> {
 
     fn failed(&self, e: ureq::Error, url: &Url) -> Failed {
         let shown = url.shown();
+        let at = self.at(url);
         let (kind, message, retryable) = match &e {
             ureq::Error::Timeout(t) => (
                 ErrorKind::Timeout,
-                format!("{shown}: {}", timeout_message(*t, self.options())),
+                format!("{at}{}", timeout_message(*t, self.options())),
                 false,
             ),
             ureq::Error::HostNotFound => (
@@ -313,7 +338,7 @@ impl<'r> Session<'r> {
             }
             ureq::Error::Io(io) => (
                 ErrorKind::Network,
-                format!("{shown}: {}", self.scrub(&io.to_string())),
+                format!("{at}{}", self.scrub(&io.to_string())),
                 matches!(
                     io.kind(),
                     io::ErrorKind::ConnectionRefused
@@ -338,6 +363,14 @@ impl<'r> Session<'r> {
                 format!("the HTTP client does not accept the URL {shown}"),
                 false,
             ),
+            ureq::Error::Protocol(_) => (
+                ErrorKind::Response,
+                format!(
+                    "{at}the response is not valid HTTP/1.1 ({})",
+                    self.scrub(&e.to_string())
+                ),
+                false,
+            ),
             ureq::Error::LargeResponseHeader(..) => (
                 ErrorKind::Response,
                 format!("the response headers from {shown} are too large"),
@@ -345,7 +378,7 @@ impl<'r> Session<'r> {
             ),
             _ => (
                 ErrorKind::Response,
-                format!("{shown}: {}", self.scrub(&e.to_string())),
+                format!("{at}{}", self.scrub(&e.to_string())),
                 false,
             ),
         };
@@ -416,12 +449,14 @@ fn timeout_message(t: ureq::Timeout, o: &super::RemoteOptions) -> String {
             "gave up after {} s, the time allowed for one file",
             o.total_timeout.as_secs_f64()
         ),
-        ureq::Timeout::PerRead | ureq::Timeout::RecvResponse | ureq::Timeout::RecvBody => {
-            format!(
-                "no data for {} s (the read timeout)",
-                o.read_timeout.as_secs_f64()
-            )
-        }
+        ureq::Timeout::PerRead | ureq::Timeout::RecvBody => format!(
+            "no data for {} s (the read timeout)",
+            o.read_timeout.as_secs_f64()
+        ),
+        ureq::Timeout::RecvResponse | ureq::Timeout::SendRequest => format!(
+            "the response headers did not arrive within {} s",
+            o.total_timeout.as_secs_f64()
+        ),
         ureq::Timeout::Connect | ureq::Timeout::Resolve => format!(
             "could not connect within {} s",
             o.connect_timeout.as_secs_f64()

@@ -83,6 +83,11 @@ const RESERVED_HEADERS: &[&str] = &[
     "proxy-connection",
 ];
 
+/// Bytes a header value may hold as text: printable ASCII, space and tab.
+fn header_value_byte(b: u8) -> bool {
+    b == b'\t' || (b' '..=b'~').contains(&b)
+}
+
 /// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
 /// any case), as opposed to a local path.
 pub fn is_url(arg: &str) -> bool {
@@ -212,8 +217,10 @@ impl RemoteOptions {
         if RESERVED_HEADERS.contains(&lower.as_str()) {
             return Err(setup("this header frames the exchange and cannot be set"));
         }
-        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
-            return Err(setup("a header value cannot hold a control character"));
+        if !value.bytes().all(header_value_byte) {
+            return Err(setup(
+                "a header value must be printable ASCII (no control or non-ASCII character)",
+            ));
         }
         self.headers.push((lower, value.trim().to_owned()));
         Ok(self)
@@ -312,7 +319,7 @@ pub enum ErrorKind {
     /// The options cannot be used (a bad header, a CA bundle without certificates).
     Setup,
     /// The server answered with a status that is not the file: 4xx, 5xx (after retries), or
-    /// another unexpected one. [`RemoteError::status`] gives it.
+    /// another unexpected one. [`RemoteError::http_status`] gives it.
     Status,
     /// A redirect loop, too many redirects, or a redirect without a usable target.
     Redirect,
@@ -444,6 +451,14 @@ impl Remote {
             RemoteError::new(ErrorKind::Setup, format!("the Hugging Face endpoint: {e}"))
         })?;
         let hf_origin = hf_endpoint.origin();
+        if let Some(t) = &options.hf_token {
+            if !t.bytes().all(header_value_byte) {
+                return Err(RemoteError::new(
+                    ErrorKind::Setup,
+                    "the Hugging Face token holds a character not allowed in a header",
+                ));
+            }
+        }
         let mut tls = ureq::tls::TlsConfig::builder();
         if let Some(pem) = &options.ca_bundle {
             let mut certs = Vec::new();
@@ -474,6 +489,9 @@ impl Remote {
             .timeout_resolve(Some(options.connect_timeout))
             .timeout_connect(Some(options.connect_timeout))
             .timeout_per_read(Some(options.read_timeout))
+            // A response head dripped a byte at a time: bounded even without a deadline.
+            .timeout_send_request(Some(options.total_timeout))
+            .timeout_recv_response(Some(options.total_timeout))
             .timeout_per_write(Some(options.read_timeout))
             .max_idle_connections_per_host(16)
             .tls_config(tls.build())
@@ -606,6 +624,24 @@ mod tests {
         let o = RemoteOptions::default();
         let ms: Vec<u128> = (1..=6).map(|n| o.backoff(n).as_millis()).collect();
         assert_eq!(ms, [250, 500, 1000, 2000, 2000, 2000]);
+    }
+
+    #[test]
+    fn a_client_is_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Remote>();
+        send_sync::<UrlCheck>();
+    }
+
+    #[test]
+    fn bad_credentials_are_refused_up_front() {
+        for v in ["a\u{e9}", "a\nb", "\u{7f}"] {
+            assert!(RemoteOptions::default().header("X-A", v).is_err(), "{v:?}");
+            let e = Remote::new(RemoteOptions::default().hf_token(Some(v))).expect_err("token");
+            assert_eq!(e.kind(), ErrorKind::Setup);
+            assert!(!e.message().contains(v));
+        }
+        assert!(Remote::new(RemoteOptions::default().hf_endpoint("ftp://x")).is_err());
     }
 
     #[test]

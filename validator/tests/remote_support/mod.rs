@@ -79,7 +79,7 @@ pub struct Reply {
     pub drip: Option<(usize, Duration)>,
     /// Send the headers, then nothing, for this long, then close.
     pub stall: Option<Duration>,
-    /// Write these bytes instead of a response, then close.
+    /// Write these bytes instead of a response (dripped too, with `drip`), then close.
     pub raw: Option<Vec<u8>>,
 }
 
@@ -406,7 +406,15 @@ fn write_reply<W: Write>(
     written: &mut u64,
 ) -> io::Result<()> {
     if let Some(raw) = &reply.raw {
-        w.write_all(raw)?;
+        let (step, every) = reply.drip.unwrap_or((raw.len().max(1), Duration::ZERO));
+        for chunk in raw.chunks(step) {
+            if stop.load(Ordering::Relaxed) {
+                return Err(io::Error::other("stopped"));
+            }
+            w.write_all(chunk)?;
+            w.flush()?;
+            sleep_unless_stopped(every, stop);
+        }
         return w.flush();
     }
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
