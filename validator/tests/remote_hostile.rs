@@ -612,3 +612,33 @@ fn bad_addresses_are_refused_without_a_request() {
         assert_eq!(check.cost.requests, 0);
     }
 }
+
+#[test]
+fn an_empty_file_is_frame_short_however_the_server_says_it() {
+    let server = Server::start(|req| match req.path() {
+        // 416 with `bytes */0`, as the corpus server answers.
+        "/ranges" => serve_file(req, &[], true),
+        // 416 without Content-Range: the length comes from a HEAD.
+        "/bare-416" if req.method == "HEAD" => serve_file(req, &[], false),
+        "/bare-416" => Reply::new(416),
+        // Range ignored: 200 with an empty body.
+        _ => serve_file(req, &[], false),
+    });
+    let want = stcheck::validate(&[], &Config::default()).expect_err("empty");
+    let c = client(test_options());
+    for (path, requests) in [("/ranges", 1), ("/bare-416", 2), ("/plain", 1)] {
+        let check = c.check(&server.url(path), &Config::default(), H);
+        match &check.outcome {
+            Ok(Found::File(f)) => {
+                let e = f.verdict.as_ref().expect_err("an empty file");
+                assert_eq!(
+                    (e.rule(), e.offset(), e.message()),
+                    (want.rule(), 0, want.message())
+                );
+                assert_eq!(f.size, 0);
+            }
+            other => panic!("{path}: {}", short(other, 300)),
+        }
+        assert_eq!(check.cost.requests, requests, "{path}");
+    }
+}

@@ -74,7 +74,10 @@ struct Identity {
 
 impl Identity {
     fn same_file(&self, later: &Identity) -> Result<(), RemoteError> {
-        let etags_differ = matches!((&self.etag, &later.etag), (Some(a), Some(b)) if a != b);
+        // A weak validator (W/"x") names the same version as the strong one ("x") here.
+        let strong = |e: &str| e.trim().trim_start_matches("W/").to_owned();
+        let etags_differ =
+            matches!((&self.etag, &later.etag), (Some(a), Some(b)) if strong(a) != strong(b));
         if self.total != later.total || etags_differ {
             return Err(response_error(
                 "the file changed on the server between two requests (its length or ETag differs)",
@@ -92,6 +95,8 @@ struct Got {
     identity: Option<Identity>,
     /// The server ignored the range and sent the whole file (200).
     whole: bool,
+    /// 416: the range starts at or past the end of the file.
+    unsatisfiable: bool,
 }
 
 /// Read a ranged response: 206 for exactly the bytes announced, 200 for the whole file (read
@@ -144,6 +149,7 @@ fn read_range(
                 bytes,
                 identity,
                 whole: false,
+                unsatisfiable: false,
             })
         }
         200 => {
@@ -176,25 +182,23 @@ fn read_range(
                 bytes,
                 identity,
                 whole: true,
+                unsatisfiable: false,
             })
         }
         416 => {
-            let cr = resp.header("content-range").and_then(parse_content_range);
-            match cr {
-                Some(ContentRange {
-                    span: None,
-                    total: Some(0),
-                }) => Ok(Got {
-                    start: 0,
-                    bytes: Vec::new(),
-                    identity: Some(Identity { total: 0, etag }),
-                    whole: false,
-                }),
-                _ => Err(response_error(format!(
-                    "HTTP 416 Range Not Satisfiable for bytes {}-{} of a file that is not empty",
-                    want.0, want.1
-                ))),
-            }
+            // `bytes */TOTAL`; without it, the caller asks the length with a HEAD.
+            let total = resp
+                .header("content-range")
+                .and_then(parse_content_range)
+                .filter(|cr| cr.span.is_none())
+                .and_then(|cr| cr.total);
+            Ok(Got {
+                start: want.0,
+                bytes: Vec::new(),
+                identity: total.map(|total| Identity { total, etag }),
+                whole: false,
+                unsatisfiable: true,
+            })
         }
         s => Err(response_error(format!(
             "unexpected HTTP {s} to a range request"
@@ -261,7 +265,10 @@ pub(super) fn check_header(
         // Ask for what is needed, and at least a first fetch's worth at the start.
         let want = (have, need.max(first).saturating_sub(1).max(have));
         let resp = session.send(Method::GET, url, Some(want))?;
-        let got = read_range(session, resp, want)?;
+        let mut got = read_range(session, resp, want)?;
+        if got.unsatisfiable && got.identity.is_none() {
+            got.identity = Some(head_identity(session, url)?);
+        }
         if got.whole {
             // The server ignores Range: this body is the file from its start, read as far as
             // `want` asks and no further.
@@ -270,8 +277,16 @@ pub(super) fn check_header(
             if got.start != have {
                 return Err(response_error("the server sent a range we did not ask for"));
             }
-            if got.bytes.is_empty() && got.identity.as_ref().is_none_or(|i| i.total > have) {
-                return Err(response_error("the server sent an empty range"));
+            match &got.identity {
+                _ if !got.bytes.is_empty() => {}
+                Some(id) if id.total <= have => {}
+                Some(id) if got.unsatisfiable => {
+                    return Err(response_error(format!(
+                        "HTTP 416 Range Not Satisfiable for bytes {}-{} of a file of {} bytes",
+                        want.0, want.1, id.total
+                    )))
+                }
+                _ => return Err(response_error("the server sent an empty range")),
             }
             head.extend_from_slice(&got.bytes);
         }
