@@ -642,3 +642,27 @@ fn an_empty_file_is_frame_short_however_the_server_says_it() {
         assert_eq!(check.cost.requests, requests, "{path}");
     }
 }
+
+#[test]
+fn an_explicit_authorization_header_wins_over_the_token() {
+    let file = zeros_file(1);
+    let server = Server::start(move |req| serve_file(req, &file, true));
+    let o = test_options()
+        .hf_endpoint(&server.url(""))
+        .hf_token(Some(TOKEN))
+        .header("Authorization", "Basic dXNlcjpwYXNz")
+        .expect("header");
+    let check =
+        Remote::new(o)
+            .expect("client")
+            .check("hf://org/repo/f.safetensors", &Config::default(), H);
+    valid(&check);
+    let reqs = server.requests();
+    let auth: Vec<&str> = reqs[0]
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "authorization")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(auth, ["Basic dXNlcjpwYXNz"]);
+}

@@ -134,6 +134,7 @@ impl<'r> Session<'r> {
         let mut url = url.clone();
         let mut visited = vec![url.clone()];
         let mut retries = 0u32;
+        let mut hops = 0u32;
         loop {
             let timeout = self.remaining()?;
             self.cost.requests += 1;
@@ -184,12 +185,13 @@ impl<'r> Session<'r> {
                             ),
                         ));
                     }
-                    if self.cost.redirects >= opts.max_redirects {
+                    if hops >= opts.max_redirects {
                         return Err(RemoteError::new(
                             ErrorKind::Redirect,
                             format!("more than {} redirects", opts.max_redirects),
                         ));
                     }
+                    hops += 1;
                     self.cost.redirects += 1;
                     visited.push(next.clone());
                     url = next;
@@ -290,7 +292,14 @@ impl<'r> Session<'r> {
             for (name, value) in &self.remote.options.headers {
                 builder = builder.header(name.as_str(), value.as_str());
             }
-            if self.home == self.remote.hf_origin {
+            // An Authorization header given explicitly wins over HF_TOKEN.
+            let explicit = self
+                .remote
+                .options
+                .headers
+                .iter()
+                .any(|(n, _)| n == "authorization");
+            if self.home == self.remote.hf_origin && !explicit {
                 if let Some(token) = &self.remote.options.hf_token {
                     builder = builder.header("authorization", format!("Bearer {token}"));
                 }
