@@ -500,6 +500,7 @@ impl Serialize for FileRecord<'_> {
                     Verdict::Accept(ts) => {
                         m.serialize_entry("tensors", &ts.len())?;
                         m.serialize_entry("parameters", &reference_parameters(ts))?;
+                        m.serialize_entry("header_len", &c.header_len)?;
                         let by: Vec<ReferenceTotal> = reference_totals(ts)
                             .into_iter()
                             .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
@@ -569,6 +570,7 @@ impl Serialize for FileRecord<'_> {
                 }
             }
             (Err(e), false) => {
+                m.serialize_entry("header_len", &c.header_len)?;
                 m.serialize_entry("error", &FindingRecord::error(e))?;
                 m.serialize_entry("warnings", &[(); 0])?;
             }
