@@ -34,6 +34,7 @@ mod header;
 #[doc(hidden)]
 pub use header::fast::{header_fast_vs_slow, FastVsSlow};
 pub mod index;
+pub mod json_out;
 pub mod limits;
 pub mod names;
 /// The reference profile.
