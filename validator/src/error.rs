@@ -60,12 +60,12 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `RULE-ID: tensor "name": message (at offset 0x1a)`. The tensor name is escaped, so a
-    /// hostile name cannot forge a line of output.
+    /// `RULE-ID: tensor "name": message (at offset 0x1a)`. The tensor name is escaped with
+    /// [`crate::names::escape`], so a hostile name cannot forge a line of output or hide text.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.rule.id())?;
         if let Some(name) = &self.tensor {
-            write!(f, "tensor \"{}\": ", name.escape_debug())?;
+            write!(f, "tensor \"{}\": ", crate::names::escape(name))?;
         }
         write!(f, "{} (at offset {:#x})", self.message, self.offset)
     }

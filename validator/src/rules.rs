@@ -149,11 +149,13 @@ rules! {
     LayoutOverlap = "LAYOUT-OVERLAP", Invalid, Error;
     /// A tensor's begin offset is not a multiple of its element size (warning).
     LayoutAlign = "LAYOUT-ALIGN", Invalid, Warning;
-    /// A tensor name contains a control character.
+    /// A tensor name contains a control character or a line or paragraph separator (U+2028,
+    /// U+2029).
     NameControl = "NAME-CONTROL", Invalid, Error;
     /// A tensor name is empty (warning).
     NameEmpty = "NAME-EMPTY", Invalid, Warning;
-    /// A tensor name contains a bidirectional-control or zero-width character (warning).
+    /// A tensor name contains a default-ignorable code point: a bidirectional control, a
+    /// zero-width character, the soft hyphen, a tag character, ... (warning).
     NameInvisible = "NAME-INVISIBLE", Invalid, Warning;
     /// A tensor name looks like a path: a `..` segment or a leading `/` (warning).
     NamePath = "NAME-PATH", Invalid, Warning;

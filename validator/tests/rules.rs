@@ -1046,6 +1046,11 @@ fn name_control() {
         "\\u0085",
         "\u{9f}",
         "\\t",
+        // The line and paragraph separators, raw and escaped.
+        "a\u{2028}b",
+        "a\u{2029}b",
+        "a\\u2028b",
+        "\\u2029",
     ] {
         let h = obj(&[ent(name, "U8", "2", 0, 2)]);
         let e = rejects_at(&file(&h, &[1, 2]), "NAME-CONTROL", 9);
@@ -1053,10 +1058,20 @@ fn name_control() {
         // The Display form escapes the name: one line, no raw control character.
         let shown = e.to_string();
         assert!(!shown.chars().any(stcheck::names::is_control), "{shown:?}");
+        assert_eq!(shown.lines().count(), 1, "{shown:?}");
     }
-    // Nearest accepted: U+00A0 (after the C1 range), U+001F-like printable text.
-    clean(&file(&obj(&[ent("a\u{a0}b", "U8", "2", 0, 2)]), &[1, 2]));
-    clean(&file(&obj(&[ent("a~b", "U8", "2", 0, 2)]), &[1, 2]));
+    let h = obj(&[ent("ab\u{2028}", "U8", "2", 0, 2)]);
+    let e = rejects(&file(&h, &[1, 2]), "NAME-CONTROL");
+    assert!(
+        e.message().contains("line separator U+2028 at character 2"),
+        "{e}"
+    );
+    // Nearest accepted: U+00A0 (after the C1 range), U+001F-like printable text, and the
+    // neighbours of U+2028-U+2029: U+2027 HYPHENATION POINT and U+202F NARROW NO-BREAK SPACE
+    // (U+202A-U+202E between them are NAME-INVISIBLE warnings).
+    for name in ["a\u{a0}b", "a~b", "a\u{2027}b", "a\u{202f}b", "\\u2027"] {
+        clean(&file(&obj(&[ent(name, "U8", "2", 0, 2)]), &[1, 2]));
+    }
 }
 
 #[test]
@@ -1066,20 +1081,152 @@ fn name_empty() {
     clean(&file(&obj(&[ent(" ", "U8", "2", 0, 2)]), &[1, 2]));
 }
 
+/// Every Default_Ignorable_Code_Point range of Unicode 17 (DerivedCoreProperties.txt), at its
+/// first and last code point, and the code points just outside it.
+const DEFAULT_IGNORABLE_17: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+];
+
 #[test]
 fn name_invisible() {
-    for c in [
-        '\u{202e}', '\u{200b}', '\u{200d}', '\u{2066}', '\u{feff}', '\u{61c}', '\u{2060}',
-    ] {
+    let mut invisible: Vec<char> = vec![
+        '\u{202e}',
+        '\u{200b}',
+        '\u{200d}',
+        '\u{2066}',
+        '\u{feff}',
+        '\u{61c}',
+        '\u{2060}',
+        // The soft hyphen, a tag letter, CANCEL TAG, VARIATION SELECTOR-16, HANGUL FILLER.
+        '\u{ad}',
+        '\u{e0041}',
+        '\u{e007f}',
+        '\u{fe0f}',
+        '\u{3164}',
+    ];
+    let mut visible = vec!['\u{2070}', '\u{a0}', '\u{2027}'];
+    for &(first, last) in DEFAULT_IGNORABLE_17 {
+        let c = |u: u32| char::from_u32(u).expect("a scalar value");
+        invisible.extend([c(first), c(last)]);
+        for outside in [first - 1, last + 1] {
+            // U+202F and U+2029 border the bidi block; U+2029 is a NAME-CONTROL error.
+            if outside != 0x2029 {
+                visible.push(c(outside));
+            }
+        }
+    }
+    for c in invisible {
         let name = format!("a{c}b");
         let h = obj(&[ent(&name, "U8", "2", 0, 2)]);
         warns(&file(&h, &[1, 2]), "NAME-INVISIBLE", 9);
-        // Escaped, too.
-        let name = format!("a\\u{:04x}b", c as u32);
-        let h = obj(&[ent(&name, "U8", "2", 0, 2)]);
+        // Escaped, too (a surrogate pair above U+FFFF).
+        let mut units = [0u16; 2];
+        let escaped: String = c
+            .encode_utf16(&mut units)
+            .iter()
+            .map(|u| format!("\\u{u:04x}"))
+            .collect();
+        let h = obj(&[ent(&format!("a{escaped}b"), "U8", "2", 0, 2)]);
         warns(&file(&h, &[1, 2]), "NAME-INVISIBLE", 9);
+        // The warning's Display form shows it escaped.
+        let f = file(&obj(&[ent(&name, "U8", "2", 0, 2)]), &[1, 2]);
+        let r = validate(&f, &Config::default()).expect("accepted");
+        let shown = r.warnings()[0].to_string();
+        assert!(
+            !shown.contains(c) && shown.contains(&format!("\\u{{{:x}}}", c as u32)),
+            "{shown:?}"
+        );
     }
-    clean(&file(&obj(&[ent("a\u{2070}b", "U8", "2", 0, 2)]), &[1, 2]));
+    for c in visible {
+        clean(&file(
+            &obj(&[ent(&format!("a{c}b"), "U8", "2", 0, 2)]),
+            &[1, 2],
+        ));
+    }
+}
+
+/// `names::escape`, which every human-readable line uses for untrusted text: the characters of
+/// NAME-CONTROL and NAME-INVISIBLE as `\u{..}`, `\` and `"` escaped, everything else as is.
+#[test]
+fn names_escape() {
+    use stcheck::names::escape;
+    assert!(matches!(
+        escape("model.layers.0.weight"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    assert_eq!(escape("café ✓ 模型"), "café ✓ 模型");
+    for (raw, shown) in [
+        ("a\nb", r"a\u{a}b"),
+        ("a\u{85}b", r"a\u{85}b"),
+        ("a\u{2028}b\u{2029}", r"a\u{2028}b\u{2029}"),
+        ("\u{202e}x\u{2066}", r"\u{202e}x\u{2066}"),
+        ("soft\u{ad}hyphen", r"soft\u{ad}hyphen"),
+        ("tag\u{e0041}", r"tag\u{e0041}"),
+        ("\u{1b}[31m", r"\u{1b}[31m"),
+        (r#"a"b\c"#, r#"a\"b\\c"#),
+        (r"\u{202e}", r"\\u{202e}"),
+    ] {
+        assert_eq!(escape(raw), shown, "{raw:?}");
+    }
+    // Nothing that breaks a line or hides survives, for every code point.
+    for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+        let s = c.to_string();
+        let e = escape(&s);
+        if stcheck::names::is_control(c) || stcheck::names::is_invisible(c) {
+            assert_eq!(e, format!("\\u{{{:x}}}", c as u32));
+        }
+        assert!(!e.contains(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}', '\u{202e}']));
+    }
+}
+
+/// Shard names of a sharded checkpoint follow the same character rules: line separators are
+/// control characters, default-ignorable code points are refused.
+#[test]
+fn shard_names_refuse_line_separators_and_invisible_characters() {
+    use stcheck::index::check_shard_name;
+    for name in [
+        "model-00001-of-00002.safetensors",
+        "a\u{a0}b.safetensors",
+        "a\u{2027}.safetensors",
+    ] {
+        assert_eq!(check_shard_name(name), Ok(()), "{name:?}");
+    }
+    for name in [
+        "a\u{2028}.safetensors",
+        "a\u{2029}.safetensors",
+        "a\u{85}.safetensors",
+    ] {
+        assert_eq!(
+            check_shard_name(name),
+            Err("shard file name holds a control character"),
+            "{name:?}"
+        );
+    }
+    for name in [
+        "model\u{202e}srotnesfas.bin",
+        "a\u{ad}.safetensors",
+        "a\u{e0041}.safetensors",
+        "a\u{200b}.safetensors",
+    ] {
+        let why = check_shard_name(name).expect_err(name);
+        assert!(why.contains("invisible"), "{name:?}: {why}");
+    }
 }
 
 #[test]

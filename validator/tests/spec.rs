@@ -456,8 +456,9 @@ fn reference_quirks_stated_in_the_spec() {
         )),
         Verdict::Reject(_)
     ));
-    // Control characters in names: newline and raw U+0085 load too.
-    for name in ["a\\nb", "a\u{85}b"] {
+    // Control characters in names: newline, raw U+0085 and the line and paragraph separators
+    // load too.
+    for name in ["a\\nb", "a\u{85}b", "a\u{2028}b", "a\\u2029b"] {
         let h = format!(r#"{{"{name}":{{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}}}"#);
         accepted(&file(&h, &[1, 2]));
     }

@@ -40,22 +40,10 @@ pub(crate) struct Rendered {
     pub(crate) stderr: String,
 }
 
-/// A path for output: lossy UTF-8, control characters escaped so a file name cannot forge a
-/// line of output.
+/// A path for output: lossy UTF-8, escaped as tensor names are ([`stcheck::names::escape`]),
+/// so a file name cannot forge a line of output or hide text.
 pub(crate) fn show(path: &Path) -> String {
-    let s = path.to_string_lossy();
-    if !s.chars().any(char::is_control) {
-        return s.into_owned();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    stcheck::names::escape(&path.to_string_lossy()).into_owned()
 }
 
 /// `{"type":KIND,"data":DATA}` with `type` first, as a line.
