@@ -2,16 +2,23 @@
 //! JSON object. Shared by the whole-buffer and the streaming validators, so both give the same
 //! finding for the same bytes.
 
+use std::io::{self, Read};
+
 use crate::error::{Error, Finding, Warning};
 use crate::header::HEADER_START;
 use crate::limits::Config;
+use crate::magic;
 use crate::rules::Rule;
 
 /// Size of the length field.
 pub const LENGTH_FIELD: usize = 8;
 
+pub use crate::limits::HEAD_LEN;
+
 /// Decode and bound the header length N from the first bytes of a file (`FRAME-SHORT`,
 /// `FRAME-EMPTY-HEADER`, `FRAME-HEADER-LIMIT`). `prefix` is all the file has if shorter than 8.
+/// A `FRAME-HEADER-LIMIT` error still goes through [`identify`] (or [`identify_from`]);
+/// [`check_length`] does all of it for a file whose first bytes are at hand.
 pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     let Some(field) = prefix.get(..LENGTH_FIELD) else {
         return Err(Finding::new(
@@ -45,6 +52,7 @@ pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
 }
 
 /// `FRAME-HEADER-BOUNDS`: the header of length `n` must end within a file of `file_len` bytes.
+/// The error still goes through [`identify`] (or [`identify_from`]).
 pub fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
     match n.checked_add(LENGTH_FIELD as u64) {
         Some(end) if end <= file_len => Ok(()),
@@ -59,6 +67,53 @@ pub(crate) fn bounds_error(n: u64, file_len: u64) -> Error {
         format!("header length {n} runs past the end of the file ({file_len} bytes)"),
     )
     .into()
+}
+
+/// Stage 1 on a file whose first bytes are at hand: [`header_length`], [`header_bounds`] and
+/// [`identify`]. `head` is the first [`HEAD_LEN`] bytes of the file, or the whole file if it
+/// is shorter (more is fine: a whole mapped file can be passed); `file_len` is the file's length.
+pub fn check_length(head: &[u8], file_len: u64, config: &Config) -> Result<u64, Error> {
+    header_length(head, config)
+        .and_then(|n| header_bounds(n, file_len).map(|()| n))
+        .map_err(|e| identify(e, head))
+}
+
+/// `FRAME-NOT-SAFETENSORS`: when `cause` is `FRAME-HEADER-LIMIT` or `FRAME-HEADER-BOUNDS`
+/// (the length field cannot be a header length) and `head` -- the first [`HEAD_LEN`] bytes of
+/// the file, or the whole file if it is shorter -- is recognisably another format (a pickle, a
+/// ZIP archive, a Git LFS pointer, HTML, JSON, ...), the error that names it; otherwise `cause`.
+///
+/// The decision depends on those bytes only, never on how they were read, so every path gives
+/// the same finding. A file whose bytes after the length field begin like a safetensors header
+/// (`{"` or `{}`) keeps `cause`: it is a safetensors file with a bad length field.
+pub fn identify(cause: Error, head: &[u8]) -> Error {
+    if !matches!(
+        cause.rule(),
+        Rule::FrameHeaderLimit | Rule::FrameHeaderBounds
+    ) {
+        return cause;
+    }
+    match magic::not_safetensors(head) {
+        Some(what) => Finding::new(Rule::FrameNotSafetensors, 0, what).into(),
+        None => cause,
+    }
+}
+
+/// [`identify`] for a reader: `prefix` is what was read of the file so far (from its start),
+/// and up to [`HEAD_LEN`] bytes in all are read from `reader` to decide, only when `cause` is
+/// one [`identify`] may refine. A reader that ends early is a file that ends there.
+pub fn identify_from<R: Read>(cause: Error, prefix: &[u8], reader: &mut R) -> io::Result<Error> {
+    if !matches!(
+        cause.rule(),
+        Rule::FrameHeaderLimit | Rule::FrameHeaderBounds
+    ) || prefix.len() >= HEAD_LEN
+    {
+        return Ok(identify(cause, prefix));
+    }
+    let mut head = [0u8; HEAD_LEN];
+    head[..prefix.len()].copy_from_slice(prefix);
+    let got = crate::stream::read_full(reader, &mut head[prefix.len()..])?;
+    Ok(identify(cause, &head[..prefix.len() + got]))
 }
 
 /// `FRAME-ALIGN`: a warning when N is not a multiple of 8.

@@ -36,6 +36,7 @@ pub use header::fast::{header_fast_vs_slow, FastVsSlow};
 pub mod index;
 pub mod json_out;
 pub mod limits;
+mod magic;
 pub mod names;
 /// The reference profile.
 pub mod reference;
@@ -59,10 +60,9 @@ pub use rules::{Kind, Rule, Severity};
 /// Returns the report of a valid file, or the first error: malformed faults before invalid
 /// ones, each kind in file order, errors before warnings promoted by `deny_warnings`.
 pub fn validate<'a>(file: &'a [u8], config: &Config) -> Result<Report<'a>, Error> {
-    let n = frame::header_length(file, config)?;
     let file_len = file.len() as u64;
-    frame::header_bounds(n, file_len)?;
-    // header_bounds proved 8 + n <= file.len(), so both conversions and the slice hold.
+    let n = frame::check_length(file, file_len, config)?;
+    // check_length proved 8 + n <= file.len(), so both conversions and the slice hold.
     let end =
         frame::LENGTH_FIELD + usize::try_from(n).map_err(|_| frame::bounds_error(n, file_len))?;
     let header = file

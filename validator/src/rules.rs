@@ -93,6 +93,11 @@ rules! {
     FrameHeaderLimit = "FRAME-HEADER-LIMIT", Malformed, Error;
     /// 8 + N is beyond the end of the file.
     FrameHeaderBounds = "FRAME-HEADER-BOUNDS", Malformed, Error;
+    /// The length field cannot be a header length (above the limit or past the end of the
+    /// file) and the first bytes are another format's: a pickle, a ZIP archive, a Git LFS
+    /// pointer, GGUF, HTML, JSON, ... Reported instead of `FRAME-HEADER-LIMIT` or
+    /// `FRAME-HEADER-BOUNDS`.
+    FrameNotSafetensors = "FRAME-NOT-SAFETENSORS", Malformed, Error;
     /// N is not a multiple of 8, so the data region is not 8-aligned (warning).
     FrameAlign = "FRAME-ALIGN", Invalid, Warning;
     /// The header bytes are not valid UTF-8.

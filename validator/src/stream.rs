@@ -58,21 +58,26 @@ pub(crate) fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize>
 }
 
 /// Validate a file read from `reader` in one pass. A bad length field is rejected after 8
-/// bytes, a bad header once the header has arrived; the data region's length is checked at
-/// the end of the stream.
+/// bytes (after at most [`crate::limits::HEAD_LEN`] when it is above the limit, to tell
+/// `FRAME-NOT-SAFETENSORS`), a bad header once the header has arrived; the data region's
+/// length is checked at the end of the stream.
 pub fn validate_reader<R: Read>(
     mut reader: R,
     config: &Config,
 ) -> Result<Report<'static>, StreamError> {
     let mut prefix = [0u8; frame::LENGTH_FIELD];
     let got = read_full(&mut reader, &mut prefix)?;
-    let n = frame::header_length(&prefix[..got], config)?;
+    let n = match frame::header_length(&prefix[..got], config) {
+        Ok(n) => n,
+        Err(e) => return Err(frame::identify_from(e, &prefix[..got], &mut reader)?.into()),
+    };
     // The header grows with the bytes that actually arrive, so a lying length field cannot
     // make us allocate more than was sent (and never more than the limit).
     let mut header = Vec::new();
     let got = (&mut reader).take(n).read_to_end(&mut header)? as u64;
     if got < n {
-        return Err(frame::bounds_error(n, frame::LENGTH_FIELD as u64 + got).into());
+        let e = frame::bounds_error(n, frame::LENGTH_FIELD as u64 + got);
+        return Err(frame::identify_from(e, &prefix, &mut header.as_slice())?.into());
     }
     let report = crate::validate_header(&header, config)?.into_owned();
     let mut buf = vec![0u8; STREAM_BUFFER_SIZE];

@@ -119,6 +119,16 @@ fn rejects_at(f: &[u8], rule: &str, offset: u64) -> Error {
     e
 }
 
+/// Under `config`: rejected with `rule` at `offset`, and the stream gives the same error.
+#[track_caller]
+fn rejects_under(f: &[u8], config: &Config, rule: &str, offset: u64) -> Error {
+    let e = validate(f, config).expect_err("accepted");
+    assert_eq!((e.rule().id(), e.offset()), (rule, offset), "{e}");
+    let s = stream(f, config).expect_err("stream accepted");
+    assert_eq!(s, e);
+    e
+}
+
 /// The file is accepted with no warning, also under `deny_warnings` and by the stream.
 #[track_caller]
 fn clean(f: &[u8]) -> Report<'static> {
@@ -215,20 +225,202 @@ fn frame_header_bounds() {
         let mut f = n.to_le_bytes().to_vec();
         f.extend_from_slice(b"{}");
         let config = Config::default().max_header_size(u64::MAX);
-        let e = validate(&f, &config).expect_err("huge N");
-        assert_eq!(
-            (e.rule().id(), e.offset()),
-            ("FRAME-HEADER-BOUNDS", 0),
-            "{e}"
-        );
-        let e = stream(&f, &config).expect_err("stream huge N");
-        assert_eq!(
-            (e.rule().id(), e.offset()),
-            ("FRAME-HEADER-BOUNDS", 0),
-            "{e}"
-        );
+        rejects_under(&f, &config, "FRAME-HEADER-BOUNDS", 0);
     }
     clean(&file("{}", &[]));
+}
+
+/// Files of other formats, each as its own writer starts it: (what the message must name,
+/// the bytes).
+fn other_formats() -> Vec<(&'static str, Vec<u8>)> {
+    let mut tar = b"model/weights.bin".to_vec();
+    tar.resize(257, 0);
+    tar.extend_from_slice(b"ustar\x0000");
+    tar.resize(1024, 0);
+    vec![
+        // torch.save's legacy format: pickle protocol 2, then the magic number as a LONG1.
+        ("pickle", b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02M\xe9\x03.".to_vec()),
+        // Protocol 4 with a FRAME of 5 bytes: the length field is 93,652,096, below the limit,
+        // so it runs past the end of the file instead.
+        ("pickle", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.".to_vec()),
+        ("pickle", b"\x80\x05\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x04name\x94.".to_vec()),
+        ("pickle", b"\x80\x03}q\x00(X\x01\x00\x00\x00aq\x01K\x01u.".to_vec()),
+        // PyTorch's ZIP format (version 0, flags 0x0808), and an empty archive.
+        ("ZIP", b"PK\x03\x04\x00\x00\x08\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00archive/data.pkl".to_vec()),
+        ("ZIP", [&b"PK\x05\x06"[..], &[0; 18]].concat()),
+        ("Git LFS", b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n".to_vec()),
+        // GGUF v3 with 32 tensors: the ninth byte is a space, the tenth 0x00.
+        ("GGUF", b"GGUF\x03\x00\x00\x00\x20\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00".to_vec()),
+        // GGUF with 123 tensors: the ninth byte is '{', but no '"' follows.
+        ("GGUF", b"GGUF\x03\x00\x00\x00{\x00\x00\x00\x00\x00\x00\x00".to_vec()),
+        ("NumPy", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n".to_vec()),
+        ("HDF5", b"\x89HDF\r\n\x1a\n\x00\x00\x00\x00\x00\x08\x08\x00".to_vec()),
+        // gzip with no name and mtime 0 (gzip -n): the length field is 559,903, below the limit.
+        ("gzip", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec()),
+        ("bzip2", b"BZh91AY&SY".to_vec()),
+        ("xz", b"\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4F".to_vec()),
+        ("Zstandard", b"\x28\xb5\x2f\xfd\x24\x00\x01\x00\x00".to_vec()),
+        ("7-Zip", b"7z\xbc\xaf\x27\x1c\x00\x04\x8d\x9b\xd5\x0f\x00\x00\x00\x00".to_vec()),
+        ("PNG", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR".to_vec()),
+        ("ELF", b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00".to_vec()),
+        ("tar", tar),
+        ("PDF", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec()),
+        ("HTML", b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head></html>\n".to_vec()),
+        ("HTML", b"\n\n  <html lang=\"en\">\n".to_vec()),
+        ("XML", b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code></Error>".to_vec()),
+        ("JSON", b"{\n  \"metadata\": {\"total_size\": 4},\n  \"weight_map\": {}\n}\n".to_vec()),
+        ("JSON", b"{\"a\": 1, \"b\": [1, 2]}".to_vec()),
+        ("JSON", b"\xef\xbb\xbf[1, 2, 3]".to_vec()),
+        ("text", b"Entry not found".to_vec()),
+        ("text", b"Access denied\r\n".to_vec()),
+    ]
+}
+
+/// The message names the format and does not send the user to the header-size limit.
+#[track_caller]
+fn names_format(e: &Error, what: &str) {
+    let m = e.message();
+    assert!(m.contains(what), "{what}: {m}");
+    assert!(!m.contains("limit") && !m.contains("header length"), "{m}");
+}
+
+#[test]
+fn frame_not_safetensors() {
+    for (what, f) in other_formats() {
+        let e = rejects_at(&f, "FRAME-NOT-SAFETENSORS", 0);
+        names_format(&e, what);
+        // Whatever the limit: the file is not safetensors, above the limit or past the end.
+        for limit in [0, 8, 100_000, u64::MAX] {
+            let config = Config::default().max_header_size(limit);
+            rejects_under(&f, &config, "FRAME-NOT-SAFETENSORS", 0);
+        }
+    }
+    let formats = other_formats();
+    let (_, lfs) = formats
+        .iter()
+        .find(|(what, _)| *what == "Git LFS")
+        .expect("an LFS pointer");
+    let e = validate(lfs, &Config::default()).expect_err("LFS pointer");
+    assert_eq!(
+        e.message(),
+        "this is a Git LFS pointer file; the weights were not downloaded (`git lfs pull` fetches them)"
+    );
+    // Quoted text is escaped and cut.
+    let e = rejects_at(
+        "No such file: \u{202e}gnp.safetensors and then some more words to make it long\n"
+            .as_bytes(),
+        "FRAME-NOT-SAFETENSORS",
+        0,
+    );
+    assert!(e.message().contains(r"\u{202e}gnp"), "{e}");
+    assert!(e.message().ends_with("...\""), "{e}");
+}
+
+/// Near misses: files whose first bytes spell another format's signature but are (or are
+/// broken) safetensors files keep their own verdict.
+#[test]
+fn frame_not_safetensors_near_misses() {
+    // N = 0x480 = 1152 starts the file with 80 04, the PROTO opcode of pickle protocol 4, but
+    // the next byte is 0x00, no pickle opcode: a valid file.
+    let h = format!("{{{U8X2}}}");
+    let mut h = h.into_bytes();
+    h.resize(0x480, b' ');
+    let f = raw(&h, &[1, 2]);
+    assert_eq!(&f[..3], b"\x80\x04\x00");
+    clean(&f);
+    // The same file cut short: a truncated download, not a pickle.
+    for cut in [8, 9, 10, 100, f.len() - 3] {
+        rejects_at(&f[..cut], "FRAME-HEADER-BOUNDS", 0);
+    }
+    // Length fields that spell GGUF, "PK\x05\x06" (101,010,256), or text, before a real
+    // header: a safetensors file whose header is above the limit.
+    for field in [
+        &b"GGUF\x00\x00\x00\x00"[..],
+        b"PK\x05\x06\x00\x00\x00\x00",
+        b"version ",
+    ] {
+        for header in [
+            &b"{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}"[..],
+            b"{}",
+            b" {\n}",
+            b"{",
+            b"",
+        ] {
+            let f = [field, header].concat();
+            let e = rejects_at(&f, "FRAME-HEADER-LIMIT", 0);
+            assert!(e.message().contains("above the limit"), "{e}");
+        }
+    }
+    // A signature cut off by the end of the file is no signature (this one is still text),
+    // and a file of 8 bytes is too short to tell.
+    let e = rejects_at(b"version https://git-lf", "FRAME-NOT-SAFETENSORS", 0);
+    assert!(e.message().contains("text file"), "{e}");
+    rejects_at(b"PK\x03\x04\x00\x00\x00\x00", "FRAME-HEADER-BOUNDS", 0);
+    rejects_at(b"GGUF\x03\x00\x00\x00", "FRAME-HEADER-LIMIT", 0);
+    rejects_at(b"Entry no", "FRAME-HEADER-LIMIT", 0);
+    // Pickle's PROTO without an opcode after it, and bytes that are neither text nor a format.
+    rejects_at(
+        b"\x80\x04\x00\x00\x00\x00\x00\x01\x00\x00",
+        "FRAME-HEADER-LIMIT",
+        0,
+    );
+    rejects_at(&[0xff; 64], "FRAME-HEADER-LIMIT", 0);
+    rejects_at(
+        b"\x01\x02\x03\x04\x05\x06\x07\x08text",
+        "FRAME-HEADER-LIMIT",
+        0,
+    );
+    // Other framing faults are not refined: short, zero length.
+    rejects_at(b"GGUF", "FRAME-SHORT", 0);
+    rejects_at(b"{}", "FRAME-SHORT", 0);
+    rejects_at(&[0u8; 16], "FRAME-EMPTY-HEADER", 0);
+}
+
+/// The streaming validator decides from the same first bytes whether they arrive at once or
+/// one at a time, for every length of every file (the decision looks at most at HEAD_LEN bytes).
+#[test]
+fn frame_not_safetensors_stream_agrees_at_every_length() {
+    struct OneByte<'a>(&'a [u8]);
+    impl std::io::Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&b, rest)), Some(out)) => {
+                    *out = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+    let mut files: Vec<Vec<u8>> = other_formats().into_iter().map(|(_, f)| f).collect();
+    let mut long = b"version https://git-lfs.github.com/spec/v1\n".to_vec();
+    long.resize(stcheck::frame::HEAD_LEN + 100, b'x');
+    files.push(long);
+    for f in files {
+        for cut in 8..=f.len() {
+            let f = &f[..cut];
+            let config = Config::default();
+            let whole = validate(f, &config).map(|r| r.len());
+            let streamed = match validate_reader(OneByte(f), &config) {
+                Ok(r) => Ok(r.len()),
+                Err(StreamError::Invalid(e)) => Err(e),
+                Err(StreamError::Io(e)) => panic!("{e}"),
+            };
+            assert_eq!(whole, streamed, "cut at {cut}");
+            let (deep, _) = stcheck::deep::validate_reader_deep(
+                OneByte(f),
+                &config,
+                &stcheck::deep::DeepOptions::new(),
+            )
+            .map(|(r, d)| (Ok(r.len()), d.bytes_scanned))
+            .unwrap_or_else(|e| match e {
+                StreamError::Invalid(e) => (Err(e), 0),
+                StreamError::Io(e) => panic!("{e}"),
+            });
+            assert_eq!(whole, deep, "deep, cut at {cut}");
+        }
+    }
 }
 
 #[test]
@@ -1420,6 +1612,7 @@ fn every_header_rule_is_exercised() {
         frame_empty_header,
         frame_header_limit,
         frame_header_bounds,
+        frame_not_safetensors,
         frame_align,
         utf8_invalid,
         json_bom,

@@ -93,13 +93,12 @@ fn validate_by_reading<R: Read>(
     (&mut r)
         .take(frame::LENGTH_FIELD as u64)
         .read_to_end(&mut prefix)?;
-    let n = match frame::header_length(&prefix, config) {
+    let n = match frame::header_length(&prefix, config)
+        .and_then(|n| frame::header_bounds(n, file_len).map(|()| n))
+    {
         Ok(n) => n,
-        Err(e) => return Ok(Err(e)),
+        Err(e) => return Ok(Err(frame::identify_from(e, &prefix, &mut r)?)),
     };
-    if let Err(e) = frame::header_bounds(n, file_len) {
-        return Ok(Err(e));
-    }
     let mut header = Vec::new();
     (&mut r).take(n).read_to_end(&mut header)?;
     if header.len() as u64 != n {
