@@ -2,7 +2,7 @@
 //! already in the page cache.
 //!
 //! `scan/baseline` sums the file's u64 words (what reading the mapping costs on this machine);
-//! `scan/deep` is `stcheck::deep::scan` single-threaded, `scan/deep+sha256` adds the SHA-256 of
+//! `scan/deep` is the checker on the whole mapped file with the deep scan, single-threaded, `scan/deep+sha256` adds the SHA-256 of
 //! the whole file in the same pass, `scan/deep-2threads` splits the tensors across 2 threads and
 //! `scan/deep+sha256-2threads` hashes on one thread while the other scans.
 //!
@@ -17,9 +17,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stcheck::deep::{scan, DeepOptions};
 use stcheck::write::{serialize_to, TensorSpec};
-use stcheck::{Config, Dtype};
+use stcheck::{Checker, Config, Dtype};
 
 fn size_mib() -> u64 {
     // Criterion benchmarks only with `--bench` (as `cargo bench` passes) and without `--test`;
@@ -84,18 +83,16 @@ fn build(path: &PathBuf, mib: u64) {
     std::fs::rename(&tmp, path).expect("rename bench file");
 }
 
-fn bench_file(mib: u64) -> memmap2::Mmap {
+fn bench_file(mib: u64) -> stcheck::Mapped {
     let path =
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("scan-{mib}mib-v1.safetensors"));
     if !path.exists() {
         build(&path, mib);
     }
     let file = File::open(&path).expect("open bench file");
-    // SAFETY: the file lives under target/, is written once above (to a temporary name, then
-    // renamed) and never modified while mapped; the bench only reads the mapping.
-    #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(&file) }.expect("mmap bench file");
-    map
+    // The library's one mapping function; the file lives under target/, is written once above
+    // (to a temporary name, then renamed) and never modified while mapped.
+    stcheck::map(&file).expect("mmap bench file")
 }
 
 fn baseline(bytes: &[u8]) -> u64 {
@@ -109,22 +106,18 @@ fn scan_bench(c: &mut Criterion) {
     let mib = size_mib();
     let map = bench_file(mib);
     let bytes: &[u8] = &map;
-    let config = Config::default();
-    let report = stcheck::validate(bytes, &config).expect("bench file is valid");
+    let report = stcheck::validate(bytes, &Config::default()).expect("bench file is valid");
     // Warm the page cache and the mapping's page tables.
     black_box(baseline(bytes));
 
-    let run = |opts: &DeepOptions| {
-        let mut r = report.clone();
-        let deep = scan(bytes, &mut r, &config, opts).expect("bench file scans clean");
+    let run = |config: &Config| {
+        let checked = Checker::check_slice(config, bytes);
+        let deep = checked.deep.expect("bench file scans clean");
         assert_eq!(deep.bytes_scanned, report.data_len());
         deep
     };
     // The file is finite and boolean-clean: nothing to warn about.
-    assert!(run(&DeepOptions::new())
-        .tensors
-        .iter()
-        .all(|t| t.non_finite() == 0));
+    assert!(run(&Config::default().deep(true)).non_finite.is_empty());
 
     let mut g = c.benchmark_group("scan");
     g.sample_size(10)
@@ -134,14 +127,14 @@ fn scan_bench(c: &mut Criterion) {
     g.bench_function("baseline", |b| {
         b.iter(|| black_box(baseline(black_box(bytes))))
     });
-    let deep = DeepOptions::new();
+    let deep = Config::default().deep(true);
     g.bench_function("deep", |b| b.iter(|| black_box(run(&deep))));
-    let sha = DeepOptions::new().sha256(true);
+    let sha = deep.clone().sha256(true);
     g.bench_function("deep+sha256", |b| b.iter(|| black_box(run(&sha))));
-    let two = DeepOptions::new().threads(2);
+    let two = deep.clone().threads(2);
     g.bench_function("deep-2threads", |b| b.iter(|| black_box(run(&two))));
     // The hash on a thread of its own, the scan on the other.
-    let two_sha = DeepOptions::new().sha256(true).threads(2);
+    let two_sha = deep.clone().sha256(true).threads(2);
     g.bench_function("deep+sha256-2threads", |b| {
         b.iter(|| black_box(run(&two_sha)))
     });

@@ -23,6 +23,11 @@ fn committed(recipes: &[Recipe]) -> impl Iterator<Item = &Recipe> {
     recipes.iter().filter(|r| !r.large)
 }
 
+/// The committed single-file cases (index cases are checked by their own test).
+fn committed_files(recipes: &[Recipe]) -> impl Iterator<Item = &Recipe> {
+    committed(recipes).filter(|r| r.index.is_none())
+}
+
 fn bytes_of(r: &Recipe) -> Vec<u8> {
     match build::file_bytes(r) {
         Ok(b) => b,
@@ -66,6 +71,14 @@ fn regeneration_reproduces_every_committed_byte() {
     );
     let mut differ = Vec::new();
     for p in fresh.iter().map(String::as_str).chain(["manifest.json"]) {
+        // A symbolic link (an index case's shard) is compared by its target.
+        let link = |d: &Path| fs::read_link(d.join(p)).ok();
+        if link(&tmp.0).is_some() || link(&dir).is_some() {
+            if link(&tmp.0) != link(&dir) {
+                differ.push(p.to_owned());
+            }
+            continue;
+        }
         let a = fs::read(tmp.0.join(p)).expect("read generated");
         let b = fs::read(dir.join(p)).unwrap_or_default();
         if a != b {
@@ -98,8 +111,12 @@ fn header_level_warnings(r: &Recipe) -> Vec<&str> {
 
 /// Compare a report with the expected content the manifest records.
 fn check_content(r: &Recipe, file: &[u8], report: &stcheck::Report<'_>, out: &mut Vec<String>) {
-    let want = match expected::expected(file) {
-        Ok(e) => e,
+    let want = match corpus::case_entry(r, file).map(|c| c.expected) {
+        Ok(Some(e)) => e,
+        Ok(None) => {
+            out.push(format!("{}: no expected content", r.id));
+            return;
+        }
         Err(e) => {
             out.push(format!("{}: expected content: {e}", r.id));
             return;
@@ -113,19 +130,38 @@ fn check_content(r: &Recipe, file: &[u8], report: &stcheck::Report<'_>, out: &mu
             shape: t.shape.iter().map(u64::to_string).collect(),
             data_offsets: [t.begin.to_string(), t.end.to_string()],
             sha256: expected::sha256_hex(t.data(file)),
+            values: None,
+            shard: None,
         })
         .collect();
-    if got != want.tensors {
+    let want_tensors: Vec<expected::ExpectedTensor> = want
+        .tensors
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            t.values = None;
+            t
+        })
+        .collect();
+    if got.len().to_string() != want.tensor_count {
+        out.push(format!(
+            "{}: {} tensors, manifest {}",
+            r.id,
+            got.len(),
+            want.tensor_count
+        ));
+    }
+    if !want.tensors.is_empty() && got != want_tensors {
         out.push(format!(
             "{}: tensors differ:\n  stcheck  {got:?}\n  manifest {:?}",
-            r.id, want.tensors
+            r.id, want_tensors
         ));
     }
     let got_meta: Option<Vec<(String, String)>> = match report.metadata_form() {
         stcheck::MetadataForm::Map => Some(
             report
                 .metadata()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect(),
         ),
         _ => None,
@@ -148,12 +184,12 @@ fn strict_agrees_with_every_recipe() {
     let config = Config::default();
     let mut failures = Vec::new();
     let mut checked = 0;
-    for r in committed(&recipes()) {
+    for r in committed_files(&recipes()) {
         let file = bytes_of(r);
         checked += 1;
         let accept = corpus::strict_accepts(r);
         let result = stcheck::validate(&file, &config).map(|rep| rep.into_owned());
-        let mut report = match result {
+        let report = match result {
             Ok(rep) => rep,
             Err(e) => {
                 if accept {
@@ -183,14 +219,9 @@ fn strict_agrees_with_every_recipe() {
                 header_warnings
             ));
         }
-        let deep = stcheck::deep::scan(
-            &file,
-            &mut report,
-            &config,
-            &stcheck::deep::DeepOptions::new(),
-        );
+        let deep = stcheck::Checker::check_slice(&config.clone().deep(true), &file).verdict;
         match (deep, accept) {
-            (Ok(_), true) => {
+            (Ok(report), true) => {
                 let got = ids(report.warnings());
                 if got != r.warnings {
                     failures.push(format!(
@@ -242,6 +273,63 @@ fn strict_agrees_with_every_recipe() {
     );
 }
 
+/// The index cases: `stcheck::index::check_index` over the committed directories agrees with
+/// every recipe (verdict, first rule, warnings), and the expected tensors are the shards'.
+#[test]
+fn strict_agrees_with_every_index_case() {
+    let config = Config::default();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for r in committed(&recipes()).filter(|r| r.index.is_some()) {
+        checked += 1;
+        let path = corpus_dir().join(corpus::case_path(r));
+        let bytes = fs::read(&path).expect("index file");
+        let source = stcheck::index::FsSource::for_index(&path);
+        let report = match stcheck::index::check_index(&bytes, &source, &config) {
+            Ok(rep) => rep,
+            Err(e) => {
+                failures.push(format!("{}: I/O error {e}", r.id));
+                continue;
+            }
+        };
+        let first = report.errors().first().map(|f| f.rule().id());
+        let warnings: Vec<&str> = report.warnings().iter().map(|w| w.rule().id()).collect();
+        match (corpus::strict_accepts(r), first) {
+            (true, None) => {
+                if warnings != r.warnings {
+                    failures.push(format!(
+                        "{}: warnings {warnings:?}, recipe {:?}",
+                        r.id, r.warnings
+                    ));
+                }
+                let want = corpus::case_entry(r, &bytes)
+                    .ok()
+                    .and_then(|c| c.expected)
+                    .map(|e| e.tensor_count);
+                let got = report.tensors().to_string();
+                if want.as_deref() != Some(got.as_str()) {
+                    failures.push(format!("{}: {got} tensors, manifest {want:?}", r.id));
+                }
+            }
+            (true, Some(rule)) => {
+                failures.push(format!("{}: recipe accepts, stcheck {rule}", r.id))
+            }
+            (false, None) => failures.push(format!("{}: recipe rejects, stcheck accepts", r.id)),
+            (false, Some(rule)) => {
+                if r.rules.first().map(String::as_str) != Some(rule) {
+                    failures.push(format!(
+                        "{}: recipe rejects by {:?}, stcheck by {rule}",
+                        r.id,
+                        r.rules.first()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} index cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn deep_flag_matches_what_a_header_only_check_sees() {
     // A case is `deep: true` exactly when a deep-scan rule decides it.
@@ -272,11 +360,6 @@ fn every_rule_is_covered_on_both_sides() {
     let mut missing = Vec::new();
     for rule in Rule::ALL {
         let id = rule.id();
-        if id.starts_with("INDEX-") {
-            // Rules of sharded checkpoints (an index JSON plus shard files): a case of this
-            // corpus is one .safetensors file, so they are tested in the validator's own tests.
-            continue;
-        }
         match rule.severity() {
             Severity::Error => {
                 if !rejected.contains(id) {
@@ -310,7 +393,7 @@ fn corpus_has_at_least_150_cases_and_every_dtype() {
     let all = recipes();
     let n = committed(&all).count();
     assert!(n >= 150, "only {n} committed cases");
-    let dtypes: BTreeSet<String> = committed(&all)
+    let dtypes: BTreeSet<String> = committed_files(&all)
         .filter(|r| r.id.starts_with("valid/dtype/"))
         .filter_map(|r| expected::expected(&bytes_of(r)).ok())
         .flat_map(|e| e.tensors.into_iter().map(|t| t.dtype))
@@ -349,10 +432,17 @@ fn spec_cites_only_existing_cases() {
 fn manifest_schema_holds() {
     let text = fs::read_to_string(corpus_dir().join("manifest.json")).expect("manifest.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
-    assert_eq!(v["version"], "1");
+    assert_eq!(v["version"], "2");
     let cases = v["cases"].as_array().expect("cases");
     for c in cases.iter().chain(v["large"].as_array().expect("large")) {
         let id = c["id"].as_str().expect("id");
+        assert!(
+            ["security", "interoperability", "strictness"]
+                .contains(&c["class"].as_str().expect("class")),
+            "{id}"
+        );
+        let index = c["kind"] == "index";
+        assert!(index || c["kind"] == "file", "{id}");
         let verdict = c["verdict"].as_str().expect("verdict");
         assert!(
             ["accept", "reject", "implementation-defined"].contains(&verdict),
@@ -363,12 +453,31 @@ fn manifest_schema_holds() {
             verdict == "implementation-defined",
             "{id}"
         );
-        assert!(["accept", "reject", "panic"].contains(&c["reference"].as_str().expect("ref")));
+        if index {
+            assert!(c.get("reference").is_none(), "{id}");
+        } else {
+            assert!(["accept", "reject", "panic"].contains(&c["reference"].as_str().expect("ref")));
+        }
         assert!(c["deep"].is_boolean() && c["rules"].is_array() && c["warnings"].is_array());
         if verdict == "accept" {
             let e = &c["expected"];
             assert!(e["metadata"].is_null() || e["metadata"].is_object(), "{id}");
-            for t in e["tensors"].as_array().expect("tensors") {
+            let count: usize = e["tensor_count"]
+                .as_str()
+                .expect("count")
+                .parse()
+                .expect("n");
+            let listed = e
+                .get("tensors")
+                .and_then(|t| t.as_array())
+                .map_or(0, Vec::len);
+            assert!(listed == count || (listed == 0 && count > 1000), "{id}");
+            for t in e
+                .get("tensors")
+                .and_then(|t| t.as_array())
+                .into_iter()
+                .flatten()
+            {
                 for d in t["shape"].as_array().expect("shape") {
                     assert!(d.as_str().is_some_and(|s| s.parse::<u64>().is_ok()), "{id}");
                 }
@@ -388,14 +497,18 @@ fn strict_agrees_with_the_large_cases() {
     for r in recipes().iter().filter(|r| r.large) {
         let file = bytes_of(r);
         match stcheck::validate(&file, &Config::default()) {
-            Ok(mut rep) => {
+            Ok(rep) => {
                 assert!(corpus::strict_accepts(r), "{}: stcheck accepts", r.id);
                 assert_eq!(ids(rep.warnings()), header_level_warnings(r), "{}", r.id);
+                let mut failures = Vec::new();
+                check_content(r, &file, &rep, &mut failures);
+                assert!(failures.is_empty(), "{failures:?}");
                 if r.deep {
-                    let options = stcheck::deep::DeepOptions::new();
-                    stcheck::deep::scan(&file, &mut rep, &Config::default(), &options)
-                        .unwrap_or_else(|e| panic!("{}: the deep scan rejects: {e}", r.id));
-                    assert_eq!(ids(rep.warnings()), r.warnings, "{} (deep)", r.id);
+                    let config = Config::default().deep(true);
+                    let deep = stcheck::Checker::check_slice(&config, &file).verdict;
+                    let deep =
+                        deep.unwrap_or_else(|e| panic!("{}: the deep scan rejects: {e}", r.id));
+                    assert_eq!(ids(deep.warnings()), r.warnings, "{} (deep)", r.id);
                 }
             }
             Err(e) => {

@@ -13,6 +13,7 @@ fn the_example_adapter_in_protocol_md_is_the_shipped_file() {
         example.lines().count() <= 30,
         "the example should stay short"
     );
+    assert!(doc.contains("(version 2)"));
 }
 
 /// Runs the example on a file written by stcheck's writer, where the conformance venv exists
@@ -59,4 +60,33 @@ fn the_example_adapter_accepts_a_valid_file_and_rejects_a_truncated_one() {
         "039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81"
     );
     assert_eq!(run("cut.safetensors").status.code(), Some(1));
+
+    // The persistent mode: one process, one reply line per request, in order.
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(&python)
+        .arg(&example)
+        .arg("--persistent")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python");
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        for (id, name) in [("ok", "ok.safetensors"), ("cut", "cut.safetensors")] {
+            let req = serde_json::json!({"id": id, "path": dir.join(name), "kind": "file"});
+            writeln!(stdin, "{req}").expect("write");
+        }
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let replies: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON reply per line"))
+        .collect();
+    assert_eq!(replies.len(), 2);
+    assert_eq!(replies[0]["id"], "ok");
+    assert_eq!(replies[0]["status"], "accept");
+    assert_eq!(replies[0]["tensors"][0]["shape"], serde_json::json!(["3"]));
+    assert_eq!(replies[1]["id"], "cut");
+    assert_eq!(replies[1]["status"], "reject");
 }

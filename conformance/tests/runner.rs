@@ -103,14 +103,10 @@ fn fake(script: &str) -> Vec<String> {
 fn run(manifest: &Path, command: Vec<String>, timeout: Duration, deep: bool) -> RunResults {
     let m = Manifest::load(manifest).expect("manifest");
     let opts = RunOptions {
-        adapter: "fake".into(),
-        command,
         timeout,
         jobs: 2,
-        run: vec![],
-        skip: vec![],
         deep,
-        judge: Judge::Strict,
+        ..RunOptions::new("fake", command)
     };
     run_all(&opts, &m, manifest.parent().expect("dir"), &|_| {})
 }
@@ -468,9 +464,12 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
             id: (*id).into(),
             outcome: *o,
             expected: Expect::Accept,
+            class: None,
             detail: String::new(),
             exit_code: None,
             stderr: String::new(),
+            rule: None,
+            message: None,
             millis: 0,
         })
         .collect();
@@ -481,6 +480,8 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
         judge: Judge::Strict,
         deep: false,
         timeout_ms: 1,
+        persistent: false,
+        index: false,
         summary: Default::default(),
         cases,
     }
@@ -538,15 +539,15 @@ fn json_results_and_the_matrix() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        md.contains("| Case | verdict | always-accepts | always-rejects |"),
+        md.contains("| Case | verdict | class | always-accepts | always-rejects |"),
         "{md}"
     );
     assert!(
-        md.contains("| `invalid/trailing` | reject | **ACCEPTS** | ok |"),
+        md.contains("| `invalid/trailing` | reject | - | **ACCEPTS** | ok |"),
         "{md}"
     );
     assert!(
-        md.contains("| `choice/same` | impl-defined | accepts | rejects |"),
+        md.contains("| `choice/same` | impl-defined | - | accepts | rejects |"),
         "{md}"
     );
     assert!(
@@ -555,7 +556,7 @@ fn json_results_and_the_matrix() {
     );
     let again = report::matrix(&[parsed], None);
     assert!(
-        again.contains("| `valid/two` | ? | **CONTENT** |"),
+        again.contains("| `valid/two` | ? | - | **CONTENT** |"),
         "{again}"
     );
 }
@@ -565,14 +566,13 @@ fn judging_against_the_reference() {
     let m = corpus(&scratch("judge"));
     let man = Manifest::load(&m).expect("manifest");
     let opts = RunOptions {
-        adapter: "crate".into(),
-        command: vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
         timeout: T,
-        jobs: 1,
-        run: vec![],
         skip: vec!["choice/*".into()],
-        deep: false,
         judge: Judge::Reference,
+        ..RunOptions::new(
+            "crate",
+            vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
+        )
     };
     let r = run_all(&opts, &man, m.parent().expect("dir"), &|_| {});
     assert_eq!(
@@ -583,4 +583,147 @@ fn judging_against_the_reference() {
             ("deep/bool", Outcome::Pass)
         ])
     );
+}
+
+/// The fixture manifest with protocol-v2 members: a class per case.
+fn corpus_v2(dir: &Path) -> PathBuf {
+    let path = corpus(dir);
+    let mut m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("read")).expect("json");
+    m["version"] = "2".into();
+    for (c, class) in m["cases"].as_array_mut().expect("cases").iter_mut().zip([
+        "interoperability",
+        "security",
+        "interoperability",
+        "strictness",
+    ]) {
+        c["class"] = class.into();
+    }
+    fs::write(&path, m.to_string()).expect("write");
+    path
+}
+
+/// An adapter written from PROTOCOL.md v2 alone (one-shot): it names a rule when it rejects,
+/// and says "unsupported" for the BOOL-only file.
+#[test]
+fn a_v2_adapter_gets_reasons_unsupported_and_class_summaries() {
+    let dir = scratch("v2");
+    let m = corpus_v2(&dir);
+    let script = r#"
+case "$1" in
+  *bool*) echo '{"message":"no BOOL type"}'; exit 4 ;;
+  *trailing*) echo '{"rule":"DATA-TRAILING","message":"1 byte after the data"}'; exit 1 ;;
+  *choice*) echo '{"rule":"LAYOUT-GAP"}'; exit 1 ;;
+  *) echo '{"rule":"SIZE-MISMATCH","message":"wrong size"}'; exit 1 ;;
+esac"#;
+    let r = run(&m, fake(script), T, false);
+    assert_eq!(
+        outcomes(&r),
+        o(&[
+            ("valid/two", Outcome::ShouldHaveAccepted),
+            ("invalid/trailing", Outcome::Pass),
+            ("choice/same", Outcome::Rejected),
+            ("deep/bool", Outcome::Unsupported),
+        ])
+    );
+    let c = r.case("invalid/trailing").expect("case");
+    assert_eq!(c.rule.as_deref(), Some("DATA-TRAILING"));
+    assert_eq!(c.message.as_deref(), Some("1 byte after the data"));
+    assert_eq!(
+        r.case("valid/two").map(|c| c.detail.as_str()),
+        Some("[SIZE-MISMATCH] wrong size")
+    );
+    assert!(!Outcome::Unsupported.is_failure());
+
+    // The same adapter naming the wrong rule for the rejected case.
+    let wrong = script.replace("\"rule\":\"DATA-TRAILING\"", "\"rule\":\"LAYOUT-GAP\"");
+    let r = run(&m, fake(&wrong), T, false);
+    let c = r.case("invalid/trailing").expect("case");
+    assert_eq!(c.outcome, Outcome::WrongRule);
+    assert!(
+        c.detail.contains("LAYOUT-GAP") && c.detail.contains("DATA-TRAILING"),
+        "{c:?}"
+    );
+
+    // The summary counts per class and shows [RULES] description for every non-PASS case.
+    let manifest = Manifest::load(&m).expect("manifest");
+    let text = report::summary(&r, Some(&manifest), None, false);
+    assert!(text.contains("security"), "{text}");
+    assert!(
+        text.contains("WRONG_RULE            invalid/trailing [DATA-TRAILING] one byte after the last tensor (security)"),
+        "{text}"
+    );
+    assert!(text.contains("UNSUPPORTED"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let first_case = lines.iter().position(|l| l.contains("invalid/trailing"));
+    let other = lines.iter().position(|l| l.contains("valid/two "));
+    assert!(first_case < other, "security cases come first: {text}");
+}
+
+/// A persistent adapter (PROTOCOL.md v2): one process answers every case; a crash in the
+/// middle is a CRASH for that case only, and the next case gets a fresh process.
+#[test]
+fn a_persistent_adapter_answers_every_case_and_survives_a_crash() {
+    let dir = scratch("persistent");
+    let m = corpus_v2(&dir);
+    let starts = dir.join("starts");
+    let script = format!(
+        r#"echo start >> '{}'
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  case "$id" in
+    valid/two) cat "$(dirname "$0")/files/two.safetensors.answer" | sed 's/^{{/{{"id":"valid\/two","status":"accept",/'; echo ;;
+    invalid/trailing) echo '{{"id":"invalid/trailing","status":"reject","rule":"DATA-TRAILING"}}' ;;
+    choice/same) exit 9 ;;
+    deep/bool) echo '{{"id":"deep/bool","status":"unsupported","message":"no BOOL"}}' ;;
+  esac
+done"#,
+        starts.display()
+    );
+    let adapter = dir.join("adapter.sh");
+    fs::write(&adapter, script).expect("write");
+    let mut opts = RunOptions {
+        timeout: T,
+        persistent: true,
+        ..RunOptions::new(
+            "persistent",
+            vec!["sh".into(), adapter.to_string_lossy().into_owned()],
+        )
+    };
+    opts.jobs = 1;
+    let man = Manifest::load(&m).expect("manifest");
+    let r = run_all(&opts, &man, &dir, &|_| {});
+    assert_eq!(
+        outcomes(&r),
+        o(&[
+            ("valid/two", Outcome::Pass),
+            ("invalid/trailing", Outcome::Pass),
+            ("choice/same", Outcome::Crash),
+            ("deep/bool", Outcome::Unsupported),
+        ])
+    );
+    assert!(r
+        .case("choice/same")
+        .is_some_and(|c| c.detail.contains("exit code 9")));
+    // One process for the first three cases, a second after the crash.
+    let n = fs::read_to_string(&starts).expect("starts").lines().count();
+    assert_eq!(n, 2);
+
+    // A reply for another id is a protocol error (CRASH), and the process is replaced.
+    let bad = dir.join("bad.sh");
+    fs::write(
+        &bad,
+        "while read -r line; do echo '{\"id\":\"nope\",\"status\":\"accept\",\"tensors\":[]}'; done",
+    )
+    .expect("write");
+    let opts = RunOptions {
+        timeout: T,
+        persistent: true,
+        skip: vec!["choice/*".into(), "deep/*".into(), "valid/*".into()],
+        ..RunOptions::new("bad", vec!["sh".into(), bad.to_string_lossy().into_owned()])
+    };
+    let r = run_all(&opts, &man, &dir, &|_| {});
+    let c = r.case("invalid/trailing").expect("case");
+    assert_eq!(c.outcome, Outcome::Crash);
+    assert!(c.detail.contains("protocol error"), "{c:?}");
 }

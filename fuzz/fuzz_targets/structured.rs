@@ -1,5 +1,5 @@
 //! A generated valid model, written canonically, then at most one mutation with its verdict.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|case: stcheck::fuzzing::Structured| {
+libfuzzer_sys::fuzz_target!(|case: stcheck_fuzzing::Structured| {
     case.check();
 });

@@ -4,7 +4,7 @@
 //! ORs a branch-free "is this element special?" mark over a block of [`BLOCK`] bytes (which
 //! the compiler vectorises); only a block whose mark is set is classified element by element,
 //! while it is still in L1, to count NaN, +Inf and -Inf and find the first one's offset. With
-//! [`DeepOptions::sha256`] the file is hashed in chunks of [`CHUNK`] bytes, each chunk scanned
+//! [`Config::sha256`] the file is hashed in chunks of [`CHUNK`] bytes, each chunk scanned
 //! right after it is hashed, so the data is read from memory once.
 //!
 //! What counts as non-finite, per dtype:
@@ -24,21 +24,19 @@
 //! non-finite element, or with [`Config::deny_nonfinite`] an error there. `DATA-POLYGLOT`
 //! warns when the file is also recognisable as another format (see [`sniff`]).
 //!
-//! The streaming path ([`validate_reader_deep`]) runs the same state machine over the chunks
-//! it reads, carrying an element split between two reads, so it gives the same results.
+//! The scan is one state machine, [`DeepScan`], that [`crate::Checker`] feeds the data region
+//! in chunks of any size (carrying an element split between two chunks), or hands a whole
+//! mapped data region to split across threads; every path gives the same results.
 
-use std::io::Read;
 use std::ops::BitOr;
 
 use sha2::{Digest, Sha256};
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Finding, Warning};
-use crate::frame;
-use crate::limits::{Config, STREAM_BUFFER_SIZE};
+use crate::limits::Config;
 use crate::report::Report;
 use crate::rules::Rule;
-use crate::stream::{read_full, StreamError};
 
 /// Bytes per block of the kernels' fast path: the unit that is re-read (from L1) element by
 /// element when it holds a special value.
@@ -48,7 +46,7 @@ pub const BLOCK: usize = 4096;
 pub const CHUNK: usize = 256 * 1024;
 
 /// The smallest share of the data region given to one thread by default
-/// ([`DeepOptions::min_bytes_per_thread`] = 0).
+/// ([`Config::min_bytes_per_thread`] = 0).
 pub const DEFAULT_MIN_BYTES_PER_THREAD: u64 = 4 << 20;
 
 /// How far from the end of the file a ZIP end-of-central-directory record can start: its 22
@@ -59,51 +57,13 @@ pub const ZIP_EOCD_WINDOW: usize = 22 + 65_535;
 /// numbers; PDF readers look for `%PDF-` anywhere in this many bytes at the file's start.
 pub const SNIFF_LEN: usize = 1024;
 
-/// Options of the deep scan.
-#[non_exhaustive]
-#[derive(Debug, Clone, Default)]
-pub struct DeepOptions {
-    /// Compute the SHA-256 of the whole file in the same pass. Default: `false`.
-    pub sha256: bool,
-    /// Threads to split one file's data region across; 0 or 1 = single-threaded. With
-    /// `sha256`, one of them hashes the file while the others scan. Results are identical to
-    /// the single-threaded scan. Default: 0.
-    pub threads: usize,
-    /// The smallest share of the data region worth a thread of its own; 0 means
-    /// [`DEFAULT_MIN_BYTES_PER_THREAD`]. Default: 0.
-    pub min_bytes_per_thread: u64,
-}
-
-impl DeepOptions {
-    /// Single-threaded, no hash.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Set [`DeepOptions::sha256`].
-    pub fn sha256(mut self, yes: bool) -> Self {
-        self.sha256 = yes;
-        self
-    }
-
-    /// Set [`DeepOptions::threads`].
-    pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
-        self
-    }
-
-    /// Set [`DeepOptions::min_bytes_per_thread`].
-    pub fn min_bytes_per_thread(mut self, bytes: u64) -> Self {
-        self.min_bytes_per_thread = bytes;
-        self
-    }
-}
-
-/// Non-finite counts of one tensor. For C64 each F32 part counts on its own.
+/// Non-finite counts of one tensor that holds at least one NaN or infinity. For C64 each F32
+/// part counts on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TensorStats {
-    /// The tensor's name.
-    pub name: String,
+    /// The tensor's position in [`crate::Report::tensors`] (offset order).
+    pub index: usize,
     /// Its dtype.
     pub dtype: Dtype,
     /// NaN values (every encoding).
@@ -123,11 +83,11 @@ impl TensorStats {
 
 /// The result of a deep scan of a valid file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeepReport {
-    /// Every tensor (all dtypes; the counts are 0 where a dtype has no NaN/Inf), in offset order.
-    pub tensors: Vec<TensorStats>,
-    /// SHA-256 of the whole file, with [`DeepOptions::sha256`].
-    pub sha256: Option<[u8; 32]>,
+    /// The tensors holding a NaN or an infinity, in offset order (only those: a file of a
+    /// million finite tensors costs nothing here).
+    pub non_finite: Vec<TensorStats>,
     /// Bytes of tensor data the scan went through (the data region's length).
     pub bytes_scanned: u64,
 }
@@ -401,10 +361,9 @@ fn lane_width(dtype: Dtype) -> usize {
     }
 }
 
-fn kernel(span: &Span, bytes: &[u8], at: u64, acc: &mut Acc) {
-    let elem = span.dtype.alignment();
-    let tb = span.begin;
-    match span.dtype {
+fn kernel(dtype: Dtype, tb: u64, bytes: &[u8], at: u64, acc: &mut Acc) {
+    let elem = dtype.alignment();
+    match dtype {
         Dtype::BOOL => scan_bool(bytes, at, acc),
         Dtype::F16 => scan_lanes::<F16K>(bytes, at, elem, tb, acc),
         Dtype::BF16 => scan_lanes::<Bf16K>(bytes, at, elem, tb, acc),
@@ -419,95 +378,97 @@ fn kernel(span: &Span, bytes: &[u8], at: u64, acc: &mut Acc) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The state machine shared by the mmap, threaded and streaming paths
+// The state machine shared by the mapped, threaded and streamed paths
 
-/// A tensor's bytes in the file.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    begin: u64,
-    end: u64,
-    dtype: Dtype,
+/// The bytes of tensor `i` of `report`: its file offsets and dtype.
+fn span(report: &Report<'_>, i: usize) -> Option<(u64, u64, Dtype)> {
+    report
+        .tensor_at(i)
+        .map(|t| (t.file_begin, t.file_end, t.dtype))
 }
 
-fn spans(report: &Report<'_>) -> Vec<Span> {
-    report
-        .tensors()
-        .map(|t| Span {
-            begin: t.file_begin,
-            end: t.file_end,
-            dtype: t.dtype,
-        })
-        .collect()
+/// The first index in `0..n` where `pred` holds, for a `pred` that is false and then true.
+fn first_index(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 /// Consumes the data region in order, in chunks of any size.
-struct Feeder<'s> {
-    spans: &'s [Span],
+#[derive(Debug)]
+struct Feeder {
     idx: usize,
     pos: u64,
     carry: [u8; 8],
     carry_len: usize,
     carry_at: u64,
-    accs: Vec<Acc>,
+    /// The tensors with a special value, in offset order, with their counts: sparse, so a
+    /// scan of a million clean tensors keeps nothing per tensor.
+    accs: Vec<(usize, Acc)>,
     deny_nonfinite: bool,
     /// Index of the tensor whose `first` is a fault (stops the scan).
     fault: Option<usize>,
 }
 
-impl<'s> Feeder<'s> {
+impl Feeder {
     /// A feeder whose next byte is at file offset `pos`, which must be an element boundary.
-    fn new(spans: &'s [Span], pos: u64, deny_nonfinite: bool) -> Self {
-        let idx = spans.partition_point(|s| s.end <= pos);
+    fn new(report: &Report<'_>, pos: u64, deny_nonfinite: bool) -> Self {
+        let idx = first_index(report.len(), |i| span(report, i).is_none_or(|s| s.1 > pos));
         Feeder {
-            spans,
             idx,
             pos,
             carry: [0; 8],
             carry_len: 0,
             carry_at: 0,
-            accs: vec![Acc::default(); spans.len()],
+            accs: Vec::new(),
             deny_nonfinite,
             fault: None,
         }
     }
 
-    fn feed(&mut self, mut rest: &[u8]) {
+    fn feed(&mut self, report: &Report<'_>, mut rest: &[u8]) {
         while !rest.is_empty() && self.fault.is_none() {
-            let Some(&span) = self.spans.get(self.idx) else {
+            let Some((begin, end, dtype)) = span(report, self.idx) else {
                 return;
             };
-            if self.pos >= span.end {
+            if self.pos >= end {
                 self.idx += 1;
                 self.carry_len = 0;
                 continue;
             }
-            if self.pos < span.begin {
+            if self.pos < begin {
                 // Cannot happen in a valid file (the tensors tile the data region).
-                let skip = usize::try_from(span.begin - self.pos)
+                let skip = usize::try_from(begin - self.pos)
                     .unwrap_or(usize::MAX)
                     .min(rest.len());
                 rest = &rest[skip..];
                 self.pos += skip as u64;
                 continue;
             }
-            let take = usize::try_from(span.end - self.pos)
+            let take = usize::try_from(end - self.pos)
                 .unwrap_or(usize::MAX)
                 .min(rest.len());
             let (part, tail) = rest.split_at(take);
-            self.part(span, part);
+            self.part(begin, dtype, part);
             self.pos += take as u64;
             rest = tail;
         }
     }
 
-    fn part(&mut self, span: Span, mut part: &[u8]) {
-        let w = lane_width(span.dtype);
+    fn part(&mut self, begin: u64, dtype: Dtype, mut part: &[u8]) {
+        let w = lane_width(dtype);
         if w == 0 {
             return;
         }
-        let Some(acc) = self.accs.get_mut(self.idx) else {
-            return;
-        };
+        let mut local = Acc::default();
+        let acc = &mut local;
         let mut at = self.pos;
         if self.carry_len > 0 {
             let n = (w - self.carry_len).min(part.len());
@@ -516,68 +477,80 @@ impl<'s> Feeder<'s> {
             part = &part[n..];
             at += n as u64;
             if self.carry_len == w {
-                kernel(&span, &self.carry[..w], self.carry_at, acc);
+                kernel(dtype, begin, &self.carry[..w], self.carry_at, acc);
                 self.carry_len = 0;
             }
         }
         let bulk = part.len() / w * w;
-        kernel(&span, &part[..bulk], at, acc);
+        kernel(dtype, begin, &part[..bulk], at, acc);
         let rem = &part[bulk..];
         if !rem.is_empty() {
             self.carry[..rem.len()].copy_from_slice(rem);
             self.carry_len = rem.len();
             self.carry_at = at + bulk as u64;
         }
-        if acc.first.is_some() && (span.dtype == Dtype::BOOL || self.deny_nonfinite) {
+        if local == Acc::default() {
+            return;
+        }
+        match self.accs.last_mut() {
+            Some((i, a)) if *i == self.idx => a.merge(&local),
+            _ => self.accs.push((self.idx, local)),
+        }
+        if local.first.is_some() && (dtype == Dtype::BOOL || self.deny_nonfinite) {
             self.fault = Some(self.idx);
         }
     }
 }
 
 /// Outcome of feeding the data region: per-tensor accumulators and the first fault.
+#[derive(Debug)]
 struct Scanned {
-    accs: Vec<Acc>,
+    accs: Vec<(usize, Acc)>,
     fault: Option<usize>,
 }
 
 impl Scanned {
-    fn merge(parts: Vec<Scanned>, n: usize) -> Scanned {
-        let mut accs = vec![Acc::default(); n];
+    /// The parts of consecutive ranges, in order; a tensor split between two ranges is one.
+    fn merge(parts: Vec<Scanned>) -> Scanned {
+        let mut accs: Vec<(usize, Acc)> = Vec::new();
         let mut fault = None;
         for p in parts {
             if fault.is_some() {
                 break;
             }
-            for (a, b) in accs.iter_mut().zip(&p.accs) {
-                a.merge(b);
+            for (i, b) in p.accs {
+                match accs.last_mut() {
+                    Some((j, a)) if *j == i => a.merge(&b),
+                    _ => accs.push((i, b)),
+                }
             }
             fault = p.fault;
         }
         Scanned { accs, fault }
     }
-}
 
-fn feed_all(spans: &[Span], data: &[u8], data_start: u64, deny: bool) -> Scanned {
-    let mut f = Feeder::new(spans, data_start, deny);
-    f.feed(data);
-    Scanned {
-        accs: f.accs,
-        fault: f.fault,
+    fn acc(&self, i: usize) -> Option<&Acc> {
+        self.accs
+            .binary_search_by_key(&i, |e| e.0)
+            .ok()
+            .map(|k| &self.accs[k].1)
     }
 }
 
 /// Split `[data_start, file_len)` into up to `n` ranges whose inner boundaries fall on element
 /// boundaries.
-fn split(spans: &[Span], data_start: u64, file_len: u64, n: usize) -> Vec<(u64, u64)> {
+fn split(report: &Report<'_>, data_start: u64, file_len: u64, n: usize) -> Vec<(u64, u64)> {
     let total = file_len - data_start;
     let mut cuts = vec![data_start];
     for i in 1..n as u64 {
         let target = data_start + (u128::from(total) * u128::from(i) / n as u128) as u64;
-        let i = spans.partition_point(|s| s.end <= target);
-        let cut = match spans.get(i) {
-            Some(s) if s.begin < target => {
-                let elem = s.dtype.alignment().max(8);
-                s.begin + (target - s.begin) / elem * elem
+        let i = first_index(report.len(), |i| {
+            span(report, i).is_none_or(|s| s.1 > target)
+        });
+        let cut = match span(report, i) {
+            Some((begin, _, dtype)) if begin < target => {
+                let elem = dtype.alignment().max(8);
+                begin + (target - begin) / elem * elem
             }
             _ => target,
         };
@@ -589,11 +562,185 @@ fn split(spans: &[Span], data_start: u64, file_len: u64, n: usize) -> Vec<(u64, 
     cuts.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
+/// The deep scan of one file, fed its bytes in order (or handed the whole mapped buffer), with
+/// the hash computed in the same pass. Driven by [`crate::Checker`], which owns the order of
+/// the stages.
+#[derive(Debug)]
+pub(crate) struct DeepScan {
+    feeder: Feeder,
+    hasher: Option<Sha256>,
+    /// The first up to [`SNIFF_LEN`] bytes of the file and of the data region.
+    head: Vec<u8>,
+    data_head: Vec<u8>,
+    /// The last bytes seen, at least [`ZIP_EOCD_WINDOW`] of them once that many came.
+    tail: Vec<u8>,
+    data_seen: u64,
+}
+
+impl DeepScan {
+    /// A scan of the data region of `report`, after the length field and header bytes
+    /// `prefix_and_header` (which are hashed first).
+    pub(crate) fn new(report: &Report<'_>, config: &Config, framing: &[&[u8]]) -> Self {
+        let mut hasher = config.sha256.then(Sha256::new);
+        let mut head = Vec::with_capacity(SNIFF_LEN);
+        for part in framing {
+            if let Some(h) = hasher.as_mut() {
+                h.update(part);
+            }
+            let more = (SNIFF_LEN - head.len()).min(part.len());
+            head.extend_from_slice(&part[..more]);
+        }
+        let mut tail = Vec::new();
+        for part in framing {
+            push_tail(&mut tail, part);
+        }
+        DeepScan {
+            feeder: Feeder::new(report, report.data_start(), config.deny_nonfinite),
+            hasher,
+            head,
+            data_head: Vec::new(),
+            tail,
+            data_seen: 0,
+        }
+    }
+
+    /// The next bytes of the data region.
+    pub(crate) fn feed(&mut self, report: &Report<'_>, bytes: &[u8]) {
+        for c in bytes.chunks(CHUNK) {
+            if let Some(h) = self.hasher.as_mut() {
+                h.update(c);
+            }
+            self.feeder.feed(report, c);
+        }
+        self.note(bytes);
+    }
+
+    fn note(&mut self, bytes: &[u8]) {
+        if self.data_head.len() < SNIFF_LEN {
+            let more = (SNIFF_LEN - self.data_head.len()).min(bytes.len());
+            self.data_head.extend_from_slice(&bytes[..more]);
+        }
+        if self.head.len() < SNIFF_LEN {
+            let more = (SNIFF_LEN - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..more]);
+        }
+        push_tail(&mut self.tail, bytes);
+        self.data_seen = self.data_seen.saturating_add(bytes.len() as u64);
+    }
+
+    /// The whole data region at once (a mapped file), split across `threads` (one of them
+    /// hashing when the hash is on): the same result as feeding it in order.
+    pub(crate) fn feed_all(
+        &mut self,
+        report: &Report<'_>,
+        data: &[u8],
+        threads: usize,
+        min_share: u64,
+    ) {
+        let threads = threads.max(1);
+        if threads == 1 {
+            self.feed(report, data);
+            return;
+        }
+        let data_start = report.data_start();
+        let file_len = data_start + data.len() as u64;
+        let min_share = if min_share == 0 {
+            DEFAULT_MIN_BYTES_PER_THREAD
+        } else {
+            min_share
+        };
+        let scanners = if self.hasher.is_some() {
+            threads - 1
+        } else {
+            threads
+        };
+        let by_size = usize::try_from(data.len() as u64 / min_share).unwrap_or(usize::MAX);
+        let n = scanners.min(by_size).max(1);
+        let ranges = split(report, data_start, file_len, n);
+        let deny = self.feeder.deny_nonfinite;
+        let hasher = self.hasher.take();
+        let (scanned, hasher) = std::thread::scope(|s| {
+            let hashing = hasher.map(|mut h| {
+                s.spawn(move || {
+                    h.update(data);
+                    h
+                })
+            });
+            let workers: Vec<_> = ranges
+                .iter()
+                .map(|&(a, b)| {
+                    let bytes = data
+                        .get(
+                            usize::try_from(a - data_start).unwrap_or(0)
+                                ..usize::try_from(b - data_start).unwrap_or(0),
+                        )
+                        .unwrap_or(&[]);
+                    s.spawn(move || {
+                        let mut f = Feeder::new(report, a, deny);
+                        f.feed(report, bytes);
+                        Scanned {
+                            accs: f.accs,
+                            fault: f.fault,
+                        }
+                    })
+                })
+                .collect();
+            let parts: Vec<Scanned> = workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect();
+            let h = hashing.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (Scanned::merge(parts), h)
+        });
+        self.hasher = hasher;
+        self.feeder.accs = scanned.accs;
+        self.feeder.fault = scanned.fault;
+        self.note(data);
+    }
+
+    /// The findings: the fault (error) if any, then the warnings pushed into `report`; the
+    /// SHA-256 if it was computed.
+    pub(crate) fn finish(
+        self,
+        report: &mut Report<'_>,
+    ) -> (Result<DeepReport, Error>, Option<[u8; 32]>) {
+        let sha = self.hasher.map(|h| h.finalize().into());
+        let file_len = report.data_start().saturating_add(self.data_seen);
+        let tail_start = file_len - self.tail.len() as u64;
+        let view = PolyglotView {
+            head: &self.head,
+            data_head: &self.data_head,
+            data_start: report.data_start(),
+            tail: &self.tail,
+            tail_start,
+            file_len,
+        };
+        let scanned = Scanned {
+            accs: self.feeder.accs,
+            fault: self.feeder.fault,
+        };
+        (conclude(report, scanned, &view, self.data_seen), sha)
+    }
+}
+
+/// Keep the last [`ZIP_EOCD_WINDOW`] bytes seen (amortised: trimmed when twice as long).
+fn push_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes.len() >= ZIP_EOCD_WINDOW {
+        tail.clear();
+        tail.extend_from_slice(&bytes[bytes.len() - ZIP_EOCD_WINDOW..]);
+        return;
+    }
+    tail.extend_from_slice(bytes);
+    if tail.len() >= 2 * ZIP_EOCD_WINDOW {
+        tail.drain(..tail.len() - ZIP_EOCD_WINDOW);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Findings
 
 fn fault_error(report: &Report<'_>, idx: usize, acc: &Acc) -> Option<Error> {
-    let t = report.tensors().nth(idx)?;
+    let t = report.tensor_at(idx)?;
     let (offset, v) = acc.first?;
     let f = if t.dtype == Dtype::BOOL {
         Finding::new(
@@ -615,10 +762,9 @@ fn fault_error(report: &Report<'_>, idx: usize, acc: &Acc) -> Option<Error> {
     Some(f.with_tensor(t.name).into())
 }
 
-fn nonfinite_warnings(report: &Report<'_>, accs: &[Acc]) -> Vec<Warning> {
-    report
-        .tensors()
-        .zip(accs)
+fn nonfinite_warnings(report: &Report<'_>, accs: &[(usize, Acc)]) -> Vec<Warning> {
+    accs.iter()
+        .filter_map(|(i, a)| Some((report.tensor_at(*i)?, a)))
         .filter(|(t, _)| t.dtype != Dtype::BOOL)
         .filter_map(|(t, a)| {
             let (offset, _) = a.first?;
@@ -711,250 +857,42 @@ fn polyglot_warnings(v: &PolyglotView<'_>) -> Vec<Warning> {
     out
 }
 
-/// Turn the scan into findings: the fault (error) if any, then the warnings (errors under
-/// `deny_warnings`), then the report.
+/// Turn the scan into findings: the fault (error) if any; else the warnings, pushed into
+/// `report` (capped like every warning), and the counts.
 fn conclude(
     report: &mut Report<'_>,
     scanned: Scanned,
     view: &PolyglotView<'_>,
-    config: &Config,
-    sha256: Option<[u8; 32]>,
+    bytes_scanned: u64,
 ) -> Result<DeepReport, Error> {
     if let Some(idx) = scanned.fault {
-        if let Some(e) = scanned
-            .accs
-            .get(idx)
-            .and_then(|a| fault_error(report, idx, a))
-        {
+        if let Some(e) = scanned.acc(idx).and_then(|a| fault_error(report, idx, a)) {
             return Err(e);
         }
     }
     let mut warnings = nonfinite_warnings(report, &scanned.accs);
     warnings.extend(polyglot_warnings(view));
     warnings.sort_by_key(Finding::offset);
-    if config.deny_warnings {
-        if let Some(w) = warnings.first() {
-            return Err(w.clone().into());
-        }
-    }
     for w in warnings {
         report.push_warning(w);
     }
-    let tensors = report
-        .tensors()
-        .zip(&scanned.accs)
-        .map(|(t, a)| {
-            let (nan, pos_inf, neg_inf) = if t.dtype == Dtype::BOOL {
-                (0, 0, 0)
-            } else {
-                (a.nan, a.pos_inf, a.neg_inf)
-            };
-            TensorStats {
-                name: t.name.to_string(),
+    report.settle_warnings();
+    let non_finite = scanned
+        .accs
+        .iter()
+        .filter_map(|&(index, a)| {
+            let t = report.tensor_at(index)?;
+            (t.dtype != Dtype::BOOL && a.nan + a.pos_inf + a.neg_inf > 0).then_some(TensorStats {
+                index,
                 dtype: t.dtype,
-                nan,
-                pos_inf,
-                neg_inf,
-            }
+                nan: a.nan,
+                pos_inf: a.pos_inf,
+                neg_inf: a.neg_inf,
+            })
         })
         .collect();
     Ok(DeepReport {
-        tensors,
-        sha256,
-        bytes_scanned: report.data_len(),
+        non_finite,
+        bytes_scanned: bytes_scanned.min(report.data_len()),
     })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Entry points
-
-/// Deep-scan `file`, which must already have passed [`crate::validate`] giving `report`.
-///
-/// Returns the first `DATA-BOOL` error (or `DATA-NONFINITE` with `deny_nonfinite`) in file
-/// order; otherwise pushes the `DATA-NONFINITE` and `DATA-POLYGLOT` warnings into `report`
-/// (under `deny_warnings` the first of them is returned as the error instead).
-pub fn scan(
-    file: &[u8],
-    report: &mut Report<'_>,
-    config: &Config,
-    opts: &DeepOptions,
-) -> Result<DeepReport, Error> {
-    let file_len = file.len() as u64;
-    let data_start = report.data_start().min(file_len);
-    let ds = usize::try_from(data_start).unwrap_or(file.len());
-    let data = file.get(ds..).unwrap_or(&[]);
-    let spans = spans(report);
-    let deny = config.deny_nonfinite;
-    let threads = opts.threads.max(1);
-    let min_share = match opts.min_bytes_per_thread {
-        0 => DEFAULT_MIN_BYTES_PER_THREAD,
-        m => m,
-    };
-
-    let (scanned, sha) = if threads == 1 {
-        if opts.sha256 {
-            let mut h = Sha256::new();
-            h.update(&file[..ds]);
-            let mut f = Feeder::new(&spans, data_start, deny);
-            for chunk in data.chunks(CHUNK) {
-                h.update(chunk);
-                f.feed(chunk);
-            }
-            let scanned = Scanned {
-                accs: f.accs,
-                fault: f.fault,
-            };
-            (scanned, Some(h.finalize().into()))
-        } else {
-            (feed_all(&spans, data, data_start, deny), None)
-        }
-    } else {
-        let scanners = if opts.sha256 { threads - 1 } else { threads };
-        let by_size = usize::try_from(data.len() as u64 / min_share).unwrap_or(usize::MAX);
-        let n = scanners.min(by_size).max(1);
-        let ranges = split(&spans, data_start, file_len, n);
-        std::thread::scope(|s| {
-            let hasher = opts.sha256.then(|| {
-                s.spawn(|| {
-                    let mut h = Sha256::new();
-                    h.update(file);
-                    <[u8; 32]>::from(h.finalize())
-                })
-            });
-            let workers: Vec<_> = ranges
-                .iter()
-                .map(|&(a, b)| {
-                    let spans = &spans;
-                    let bytes = file
-                        .get(usize::try_from(a).unwrap_or(0)..usize::try_from(b).unwrap_or(0))
-                        .unwrap_or(&[]);
-                    s.spawn(move || feed_all(spans, bytes, a, deny))
-                })
-                .collect();
-            let parts: Vec<Scanned> = workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect();
-            let sha = hasher.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            (Scanned::merge(parts, spans.len()), sha)
-        })
-    };
-
-    let tail_start = file.len().saturating_sub(ZIP_EOCD_WINDOW);
-    let view = PolyglotView {
-        head: &file[..file.len().min(SNIFF_LEN)],
-        data_head: &data[..data.len().min(SNIFF_LEN)],
-        data_start,
-        tail: &file[tail_start..],
-        tail_start: tail_start as u64,
-        file_len,
-    };
-    conclude(report, scanned, &view, config, sha)
-}
-
-/// The last `n` bytes of the concatenation of `parts`.
-fn last_bytes(parts: &[&[u8]], n: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(n);
-    let mut need = n;
-    for p in parts.iter().rev() {
-        if need == 0 {
-            break;
-        }
-        let take = p.len().min(need);
-        let mut v = p[p.len() - take..].to_vec();
-        v.extend_from_slice(&out);
-        out = v;
-        need -= take;
-    }
-    out
-}
-
-/// [`crate::stream::validate_reader`] followed by [`scan`], in one pass over `reader`: the
-/// same verdict, rule, offset, warnings and deep report as `validate` + `scan` on the same
-/// bytes (single-threaded; `opts.threads` is ignored).
-pub fn validate_reader_deep<R: Read>(
-    mut reader: R,
-    config: &Config,
-    opts: &DeepOptions,
-) -> Result<(Report<'static>, DeepReport), StreamError> {
-    let mut hasher = opts.sha256.then(Sha256::new);
-    let mut prefix = [0u8; frame::LENGTH_FIELD];
-    let got = read_full(&mut reader, &mut prefix)?;
-    let prefix = &prefix[..got];
-    let n = match frame::header_length(prefix, config) {
-        Ok(n) => n,
-        Err(e) => return Err(frame::identify_from(e, prefix, &mut reader)?.into()),
-    };
-    let mut header = Vec::new();
-    let got = (&mut reader).take(n).read_to_end(&mut header)? as u64;
-    if got < n {
-        let e = frame::bounds_error(n, frame::LENGTH_FIELD as u64 + got);
-        return Err(frame::identify_from(e, prefix, &mut header.as_slice())?.into());
-    }
-    let report = crate::validate_header(&header, config)?.into_owned();
-    if let Some(h) = hasher.as_mut() {
-        h.update(prefix);
-        h.update(&header);
-    }
-    let data_start = report.data_start();
-    let spans = spans(&report);
-    let mut feeder = Feeder::new(&spans, data_start, config.deny_nonfinite);
-
-    let mut bufs = [vec![0u8; STREAM_BUFFER_SIZE], vec![0u8; STREAM_BUFFER_SIZE]];
-    let mut lens = [0usize; 2];
-    let mut cur = 0;
-    let mut data_len = 0u64;
-    let mut data_head = Vec::with_capacity(SNIFF_LEN);
-    loop {
-        let k = read_full(&mut reader, &mut bufs[cur])?;
-        if k == 0 {
-            break;
-        }
-        let chunk = &bufs[cur][..k];
-        for c in chunk.chunks(CHUNK) {
-            if let Some(h) = hasher.as_mut() {
-                h.update(c);
-            }
-            feeder.feed(c);
-        }
-        if data_head.len() < SNIFF_LEN {
-            let more = (SNIFF_LEN - data_head.len()).min(k);
-            data_head.extend_from_slice(&chunk[..more]);
-        }
-        data_len = data_len.saturating_add(k as u64);
-        lens[cur] = k;
-        cur ^= 1;
-    }
-    report.check_data_len(data_len)?;
-    let mut report = report.finish(config)?;
-
-    // cur now indexes the older buffer (or an unused one).
-    let older = &bufs[cur][..lens[cur]];
-    let last = &bufs[cur ^ 1][..lens[cur ^ 1]];
-    let file_len = data_start + data_len;
-    let all: [&[u8]; 4] = [prefix, &header, older, last];
-    let head = {
-        let mut h = Vec::with_capacity(SNIFF_LEN);
-        for p in [prefix, &header[..], &data_head[..]] {
-            let more = (SNIFF_LEN - h.len()).min(p.len());
-            h.extend_from_slice(&p[..more]);
-        }
-        h
-    };
-    let tail = last_bytes(&all, ZIP_EOCD_WINDOW);
-    let view = PolyglotView {
-        head: &head,
-        data_head: &data_head,
-        data_start,
-        tail: &tail,
-        tail_start: file_len - tail.len() as u64,
-        file_len,
-    };
-    let scanned = Scanned {
-        accs: feeder.accs,
-        fault: feeder.fault,
-    };
-    let sha = hasher.map(|h| h.finalize().into());
-    let deep = conclude(&mut report, scanned, &view, config, sha)?;
-    Ok((report, deep))
 }

@@ -1,13 +1,56 @@
-//! The one error type, and the warning type that shares its shape.
+//! The one error model.
 //!
-//! Every finding carries a rule ID, a byte offset into the file and, where one applies, the
-//! tensor's name. There is no constructor without an offset. Dependencies' error types never
-//! appear here: serde_json's errors are turned into a rule and a message at the point where
-//! they arise.
+//! A [`Finding`] is a rule broken at a byte offset, with the tensor where one applies and, for
+//! a finding about a sharded checkpoint, its [`Context`]: which shard, whether the offset
+//! points into the index or into that shard, and the shard's own error as the cause (in the
+//! spirit of ripgrep's `ignore::Error::WithPath`). An [`Error`] is a finding that rejects the
+//! file; a [`Warning`] one that does not. There is no constructor without an offset.
+//!
+//! What could not be *read* is not a finding: it is a [`ReadError`], which says nothing about
+//! validity. Every entry point that reads returns `Result<_, ReadError>`, and the value inside
+//! carries the verdict as `Result<Report, Error>`: one result shape for rejected versus
+//! could-not-read, whatever the source of the bytes.
+//!
+//! Dependencies' error types never appear here: serde_json's errors are turned into a rule
+//! and a message where they arise (`json.rs`), and I/O errors are wrapped in [`ReadError`].
 
 use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
 
+use crate::names::escape;
 use crate::rules::{Kind, Rule, Severity};
+
+/// Which file a finding's offset points into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// The safetensors file itself (the default).
+    File,
+    /// A sharded checkpoint's `*.safetensors.index.json`.
+    Index,
+    /// The shard named by [`Finding::shard`].
+    Shard,
+}
+
+impl Location {
+    /// `"file"`, `"index"` or `"shard"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Location::File => "file",
+            Location::Index => "index",
+            Location::Shard => "shard",
+        }
+    }
+}
+
+/// Where a finding about a sharded checkpoint stands.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Context {
+    shard: Option<Box<str>>,
+    location: Location,
+    cause: Option<Error>,
+}
 
 /// A finding: the rule it breaks, where, and a human message.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -16,6 +59,7 @@ pub struct Finding {
     offset: u64,
     tensor: Option<Box<str>>,
     message: Box<str>,
+    context: Option<Box<Context>>,
 }
 
 impl Finding {
@@ -25,11 +69,47 @@ impl Finding {
             offset,
             tensor: None,
             message: message.into().into_boxed_str(),
+            context: None,
         }
     }
 
     pub(crate) fn with_tensor(mut self, name: &str) -> Self {
         self.tensor = Some(name.into());
+        self
+    }
+
+    fn context_mut(&mut self) -> &mut Context {
+        self.context.get_or_insert_with(|| {
+            Box::new(Context {
+                shard: None,
+                location: Location::File,
+                cause: None,
+            })
+        })
+    }
+
+    /// A finding about a sharded checkpoint: the offset points into the index.
+    pub(crate) fn in_index(mut self) -> Self {
+        self.context_mut().location = Location::Index;
+        self
+    }
+
+    /// The offset points into the shard `name`.
+    pub(crate) fn in_shard(mut self, name: &str) -> Self {
+        let c = self.context_mut();
+        c.location = Location::Shard;
+        c.shard = Some(name.into());
+        self
+    }
+
+    /// The finding is about the shard `name` (the offset keeps its location).
+    pub(crate) fn about_shard(mut self, name: &str) -> Self {
+        self.context_mut().shard = Some(name.into());
+        self
+    }
+
+    pub(crate) fn with_cause(mut self, cause: Error) -> Self {
+        self.context_mut().cause = Some(cause);
         self
     }
 
@@ -43,7 +123,8 @@ impl Finding {
         self.rule.kind()
     }
 
-    /// Byte offset into the file, as close to the fault as the parser allows.
+    /// Byte offset into the file given by [`Finding::location`], as close to the fault as the
+    /// parser allows.
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -57,17 +138,44 @@ impl Finding {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The shard the finding is about, as the index names it (sharded checkpoints only).
+    pub fn shard(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.shard.as_deref())
+    }
+
+    /// Which file [`Finding::offset`] points into.
+    pub fn location(&self) -> Location {
+        self.context.as_ref().map_or(Location::File, |c| c.location)
+    }
+
+    /// For `INDEX-SHARD-INVALID`, the shard's own error.
+    pub fn cause(&self) -> Option<&Error> {
+        self.context.as_ref().and_then(|c| c.cause.as_ref())
+    }
 }
 
 impl fmt::Display for Finding {
-    /// `RULE-ID: tensor "name": message (at offset 0x1a)`. The tensor name is escaped with
-    /// [`crate::names::escape`], so a hostile name cannot forge a line of output or hide text.
+    /// `RULE-ID: tensor "name": message (at offset 0x1a)`; with a context,
+    /// `RULE-ID: shard "s": tensor "t": message (at offset 0x1a in the index): cause`. Names
+    /// are escaped ([`crate::names::escape`]), so a hostile name cannot forge a line of output.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.rule.id())?;
-        if let Some(name) = &self.tensor {
-            write!(f, "tensor \"{}\": ", crate::names::escape(name))?;
+        if let Some(s) = self.shard() {
+            write!(f, "shard \"{}\": ", escape(s))?;
         }
-        write!(f, "{} (at offset {:#x})", self.message, self.offset)
+        if let Some(name) = &self.tensor {
+            write!(f, "tensor \"{}\": ", escape(name))?;
+        }
+        write!(f, "{} (at offset {:#x}", self.message, self.offset)?;
+        match self.location() {
+            Location::File => f.write_str(")")?,
+            other => write!(f, " in the {})", other.as_str())?,
+        }
+        if let Some(c) = self.cause() {
+            write!(f, ": {c}")?;
+        }
+        Ok(())
     }
 }
 
@@ -106,7 +214,8 @@ impl Error {
     pub fn message(&self) -> &str {
         self.0.message()
     }
-    /// Whether a warning was promoted to this error by `deny_warnings` / `deny_nonfinite`.
+    /// Whether a warning was promoted to this error by `deny_warnings`, `deny_nonfinite` or
+    /// a denied rule.
     pub fn is_promoted_warning(&self) -> bool {
         self.0.rule.severity() == Severity::Warning
     }
@@ -134,3 +243,182 @@ impl std::error::Error for Error {}
 
 /// A warning: a finding that does not reject the file in the strict profile.
 pub type Warning = Finding;
+
+/// Why something could not be read, so no verdict could be given. Never a verdict: a caller
+/// that gates on validity must treat it as a failure.
+#[derive(Debug)]
+pub struct ReadError {
+    kind: ReadErrorKind,
+    /// A finer code than the kind, for machines (e.g. `dangling_link`, `link_loop`).
+    code: &'static str,
+    path: Option<PathBuf>,
+    shard: Option<Box<str>>,
+    message: Box<str>,
+    source: Option<io::Error>,
+}
+
+/// What kind of [`ReadError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReadErrorKind {
+    /// No such file.
+    NotFound,
+    /// Not a regular file: a directory, FIFO, socket or device.
+    NotRegular,
+    /// A symbolic link that the link policy does not follow.
+    LinkNotFollowed,
+    /// The input is larger than a documented bound for the requested check.
+    TooLarge,
+    /// The file changed (shrank or grew, or another file took its place) while it was read.
+    Changed,
+    /// A loop of links or directories.
+    Loop,
+    /// A directory named to be checked holds nothing to check.
+    Empty,
+    /// Any other I/O failure (permission denied, a read error, a network failure).
+    Io,
+}
+
+impl ReadErrorKind {
+    /// A stable snake_case name, for JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadErrorKind::NotFound => "not_found",
+            ReadErrorKind::NotRegular => "not_regular",
+            ReadErrorKind::LinkNotFollowed => "link_not_followed",
+            ReadErrorKind::TooLarge => "too_large",
+            ReadErrorKind::Changed => "changed",
+            ReadErrorKind::Loop => "loop",
+            ReadErrorKind::Empty => "empty",
+            ReadErrorKind::Io => "io",
+        }
+    }
+}
+
+impl ReadError {
+    /// A read error of this kind with a human message.
+    pub fn new(kind: ReadErrorKind, message: impl Into<String>) -> Self {
+        ReadError {
+            kind,
+            code: kind.as_str(),
+            path: None,
+            shard: None,
+            message: message.into().into_boxed_str(),
+            source: None,
+        }
+    }
+
+    /// Wrap an I/O error (its kind chosen from the error: not found, or any other).
+    pub fn io(e: io::Error) -> Self {
+        let kind = if e.kind() == io::ErrorKind::NotFound {
+            ReadErrorKind::NotFound
+        } else {
+            ReadErrorKind::Io
+        };
+        ReadError {
+            kind,
+            code: kind.as_str(),
+            path: None,
+            shard: None,
+            message: e.to_string().into_boxed_str(),
+            source: Some(e),
+        }
+    }
+
+    /// The same error, about `path`.
+    pub fn with_path(mut self, path: &Path) -> Self {
+        self.path = Some(path.to_path_buf());
+        self
+    }
+
+    /// The same error, about the shard `name` of a sharded checkpoint.
+    pub fn with_shard(mut self, name: &str) -> Self {
+        self.shard = Some(name.into());
+        self
+    }
+
+    /// What kind of failure.
+    pub fn kind(&self) -> ReadErrorKind {
+        self.kind
+    }
+
+    /// A stable code for machines, finer than the kind where the cause is known (the codes of
+    /// [`crate::fs::NotChecked::code`], or the kind's name).
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// Whether the path was not checked by policy or by its nature (a special file, a link
+    /// not followed, a loop, an empty directory, a file that changed), rather than because
+    /// reading it failed.
+    pub fn is_policy(&self) -> bool {
+        !matches!(
+            self.kind,
+            ReadErrorKind::Io | ReadErrorKind::NotFound | ReadErrorKind::TooLarge
+        )
+    }
+
+    /// The path it is about, where known.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The shard it is about, where it happened while checking a sharded checkpoint.
+    pub fn shard(&self) -> Option<&str> {
+        self.shard.as_deref()
+    }
+
+    /// The message, without the path.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ReadError {
+    /// `shard "s": message` (the path is printed by the caller, once, in front of the line).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.shard {
+            write!(f, "shard \"{}\": ", escape(s))?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<crate::fs::NotChecked> for ReadError {
+    fn from(n: crate::fs::NotChecked) -> Self {
+        use crate::fs::NotChecked as N;
+        let kind = match &n {
+            N::NotRegular(_) => ReadErrorKind::NotRegular,
+            N::LinkLeavesRoot { .. } | N::DirLinkLeavesRoot { .. } => {
+                ReadErrorKind::LinkNotFollowed
+            }
+            N::DanglingLink { .. } => ReadErrorKind::NotFound,
+            N::LinkLoop | N::DirectoryLoop { .. } => ReadErrorKind::Loop,
+            N::Changed => ReadErrorKind::Changed,
+            N::Empty { .. } => ReadErrorKind::Empty,
+            N::Io(_) => ReadErrorKind::Io,
+        };
+        let code = n.code();
+        match n {
+            N::Io(e) => ReadError::io(e),
+            other => ReadError {
+                code,
+                ..ReadError::new(kind, other.to_string())
+            },
+        }
+    }
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::io(e)
+    }
+}

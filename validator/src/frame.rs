@@ -2,8 +2,6 @@
 //! JSON object. Shared by the whole-buffer and the streaming validators, so both give the same
 //! finding for the same bytes.
 
-use std::io::{self, Read};
-
 use crate::error::{Error, Finding, Warning};
 use crate::header::HEADER_START;
 use crate::limits::Config;
@@ -11,15 +9,12 @@ use crate::magic;
 use crate::rules::Rule;
 
 /// Size of the length field.
-pub const LENGTH_FIELD: usize = 8;
-
-pub use crate::limits::HEAD_LEN;
+pub(crate) const LENGTH_FIELD: usize = 8;
 
 /// Decode and bound the header length N from the first bytes of a file (`FRAME-SHORT`,
 /// `FRAME-EMPTY-HEADER`, `FRAME-HEADER-LIMIT`). `prefix` is all the file has if shorter than 8.
-/// A `FRAME-HEADER-LIMIT` error still goes through [`identify`] (or [`identify_from`]);
-/// [`check_length`] does all of it for a file whose first bytes are at hand.
-pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
+/// A `FRAME-HEADER-LIMIT` error still goes through [`identify`].
+pub(crate) fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     let Some(field) = prefix.get(..LENGTH_FIELD) else {
         return Err(Finding::new(
             Rule::FrameShort,
@@ -37,13 +32,13 @@ pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     if n == 0 {
         return Err(Finding::new(Rule::FrameEmptyHeader, 0, "header length is 0").into());
     }
-    if n > config.max_header_size {
+    if n > config.header_limit() {
         return Err(Finding::new(
             Rule::FrameHeaderLimit,
             0,
             format!(
                 "header length {n} is above the limit of {} bytes",
-                config.max_header_size
+                config.header_limit()
             ),
         )
         .into());
@@ -52,8 +47,8 @@ pub fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
 }
 
 /// `FRAME-HEADER-BOUNDS`: the header of length `n` must end within a file of `file_len` bytes.
-/// The error still goes through [`identify`] (or [`identify_from`]).
-pub fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
+/// The error still goes through [`identify`].
+pub(crate) fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
     match n.checked_add(LENGTH_FIELD as u64) {
         Some(end) if end <= file_len => Ok(()),
         _ => Err(bounds_error(n, file_len)),
@@ -69,51 +64,28 @@ pub(crate) fn bounds_error(n: u64, file_len: u64) -> Error {
     .into()
 }
 
-/// Stage 1 on a file whose first bytes are at hand: [`header_length`], [`header_bounds`] and
-/// [`identify`]. `head` is the first [`HEAD_LEN`] bytes of the file, or the whole file if it
-/// is shorter (more is fine: a whole mapped file can be passed); `file_len` is the file's length.
-pub fn check_length(head: &[u8], file_len: u64, config: &Config) -> Result<u64, Error> {
-    header_length(head, config)
-        .and_then(|n| header_bounds(n, file_len).map(|()| n))
-        .map_err(|e| identify(e, head))
+/// Whether [`identify`] may turn `e` into `FRAME-NOT-SAFETENSORS`: the length field cannot be
+/// a header length (`FRAME-HEADER-LIMIT`, `FRAME-HEADER-BOUNDS`).
+pub(crate) fn refinable(e: &Error) -> bool {
+    matches!(e.rule(), Rule::FrameHeaderLimit | Rule::FrameHeaderBounds)
 }
 
-/// `FRAME-NOT-SAFETENSORS`: when `cause` is `FRAME-HEADER-LIMIT` or `FRAME-HEADER-BOUNDS`
-/// (the length field cannot be a header length) and `head` -- the first [`HEAD_LEN`] bytes of
-/// the file, or the whole file if it is shorter -- is recognisably another format (a pickle, a
-/// ZIP archive, a Git LFS pointer, HTML, JSON, ...), the error that names it; otherwise `cause`.
+/// `FRAME-NOT-SAFETENSORS`: when `cause` is [`refinable`] and `head` -- the first
+/// [`HEAD_LEN`](crate::limits::HEAD_LEN) bytes of the file, or the whole file if it is shorter -- is recognisably another
+/// format (a pickle, a ZIP archive, a Git LFS pointer, HTML, JSON, ...), the error that names
+/// it; otherwise `cause`.
 ///
 /// The decision depends on those bytes only, never on how they were read, so every path gives
 /// the same finding. A file whose bytes after the length field begin like a safetensors header
 /// (`{"` or `{}`) keeps `cause`: it is a safetensors file with a bad length field.
-pub fn identify(cause: Error, head: &[u8]) -> Error {
-    if !matches!(
-        cause.rule(),
-        Rule::FrameHeaderLimit | Rule::FrameHeaderBounds
-    ) {
+pub(crate) fn identify(cause: Error, head: &[u8]) -> Error {
+    if !refinable(&cause) {
         return cause;
     }
     match magic::not_safetensors(head) {
         Some(what) => Finding::new(Rule::FrameNotSafetensors, 0, what).into(),
         None => cause,
     }
-}
-
-/// [`identify`] for a reader: `prefix` is what was read of the file so far (from its start),
-/// and up to [`HEAD_LEN`] bytes in all are read from `reader` to decide, only when `cause` is
-/// one [`identify`] may refine. A reader that ends early is a file that ends there.
-pub fn identify_from<R: Read>(cause: Error, prefix: &[u8], reader: &mut R) -> io::Result<Error> {
-    if !matches!(
-        cause.rule(),
-        Rule::FrameHeaderLimit | Rule::FrameHeaderBounds
-    ) || prefix.len() >= HEAD_LEN
-    {
-        return Ok(identify(cause, prefix));
-    }
-    let mut head = [0u8; HEAD_LEN];
-    head[..prefix.len()].copy_from_slice(prefix);
-    let got = crate::stream::read_full(reader, &mut head[prefix.len()..])?;
-    Ok(identify(cause, &head[..prefix.len() + got]))
 }
 
 /// `FRAME-ALIGN`: a warning when N is not a multiple of 8.
@@ -127,21 +99,19 @@ pub(crate) fn align_warning(n: u64) -> Option<Warning> {
     })
 }
 
-/// UTF-8, the byte-order mark, and whitespace around the object: everything about the header
-/// text that precedes JSON parsing. Returns the text and the warnings.
-pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> {
-    let text = std::str::from_utf8(header).map_err(|e| {
-        let at = e.valid_up_to();
-        let message = match e.error_len() {
-            Some(len) => format!("invalid UTF-8: a bad sequence of {len} byte(s)"),
-            None => "invalid UTF-8: a sequence cut off at the end of the header".to_owned(),
-        };
-        Error::from(Finding::new(
-            Rule::Utf8Invalid,
-            HEADER_START + at as u64,
-            message,
-        ))
-    })?;
+/// `UTF8-INVALID`: the header bytes are not UTF-8.
+pub(crate) fn utf8_error(e: std::str::Utf8Error) -> Error {
+    let at = e.valid_up_to();
+    let message = match e.error_len() {
+        Some(len) => format!("invalid UTF-8: a bad sequence of {len} byte(s)"),
+        None => "invalid UTF-8: a sequence cut off at the end of the header".to_owned(),
+    };
+    Finding::new(Rule::Utf8Invalid, HEADER_START + at as u64, message).into()
+}
+
+/// The byte-order mark and whitespace before the object: everything about the header text
+/// that precedes JSON parsing. Returns the warnings.
+pub(crate) fn text_warnings(text: &str) -> Result<Vec<Warning>, Error> {
     if text.starts_with('\u{feff}') {
         return Err(Finding::new(
             Rule::JsonBom,
@@ -152,14 +122,20 @@ pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> 
     }
     let mut warnings = Vec::new();
     let is_ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    if header.first().copied().is_some_and(is_ws) {
+    if text.as_bytes().first().copied().is_some_and(is_ws) {
         warnings.push(Finding::new(
             Rule::JsonLeadingWhitespace,
             HEADER_START,
             "whitespace before the header object",
         ));
     }
-    Ok((text, warnings))
+    Ok(warnings)
+}
+
+/// UTF-8 and [`text_warnings`] on the header bytes: the text and its warnings.
+pub(crate) fn header_text(header: &[u8]) -> Result<(&str, Vec<Warning>), Error> {
+    let text = std::str::from_utf8(header).map_err(utf8_error)?;
+    Ok((text, text_warnings(text)?))
 }
 
 /// `JSON-PADDING-WHITESPACE`: after a successful parse, the bytes after the object are JSON

@@ -12,40 +12,121 @@
 //! (invalid) one, [`first_malformed`] walks the whole header once more looking for a stage-1
 //! (malformed) fault — syntax, nesting, trailing bytes, a duplicate key at any level — and
 //! reports that instead. Valid files pay for one pass only.
+//!
+//! What is kept is compact: a tensor's name is a position in the header text (only a name
+//! with JSON escapes is decoded and kept, in [`Names`]); `__metadata__` is kept as the position
+//! of its object, read again on demand ([`Metadata`]); duplicate keys are found with tables of
+//! positions ([`crate::json::KeyTable`]). So what a parse allocates stays below the header's
+//! own size, whatever the header holds.
 
-use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{BuildHasher as _, Hasher as _};
-use std::sync::OnceLock;
+use std::hash::BuildHasher as _;
 
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 
 use crate::dtype::Dtype;
-use crate::error::{Error, Finding, Warning};
+use crate::error::{Error, Finding};
+use crate::json::{self, reject_types, KeyCursor, KeyHasher, KeyTable, Syntax, Text, TextSeed};
 use crate::names;
+use crate::report::Warnings;
 use crate::rules::{Kind, Rule};
 
 /// File offset of the first header byte.
 pub(crate) const HEADER_START: u64 = 8;
 
-/// A tensor as declared in the header.
-#[derive(Debug, Clone)]
-pub(crate) struct Record<'a> {
-    pub(crate) name: Cow<'a, str>,
-    /// File offset of the tensor's key (its opening quote where known).
-    pub(crate) offset: u64,
-    pub(crate) dtype: Dtype,
-    /// Range of this tensor's dimensions in [`Parsed::dims`].
-    pub(crate) dims_start: u32,
-    pub(crate) dims_len: u32,
+/// Marks a [`Record`] whose name had escapes: `name` is then an index into [`Names`].
+const ESCAPED: u32 = u32::MAX;
+
+/// A tensor as declared in the header: 48 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
     pub(crate) begin: u64,
     pub(crate) end: u64,
     pub(crate) elements: u64,
+    /// The index of the name's opening quote in the header text, or (when `name_len` is
+    /// [`ESCAPED`]) the index of the decoded name in [`Names`].
+    name: u32,
+    name_len: u32,
+    /// Range of this tensor's dimensions in [`Parsed::dims`].
+    pub(crate) dims_start: u32,
+    pub(crate) dims_len: u32,
+    pub(crate) dtype: Dtype,
+}
+
+/// The decoded names of tensors whose names had JSON escapes, with their key offsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Names {
+    arena: String,
+    spans: Vec<(u64, u32, u32)>,
+}
+
+impl Names {
+    fn push(&mut self, offset: u64, name: &str) -> Option<u32> {
+        let start = u32::try_from(self.arena.len()).ok()?;
+        let len = u32::try_from(name.len()).ok()?;
+        let index = u32::try_from(self.spans.len()).ok()?;
+        self.arena.push_str(name);
+        self.spans.push((offset, start, len));
+        Some(index)
+    }
+}
+
+impl Record {
+    /// The record of an entry, before its name is known.
+    fn unnamed(dtype: Dtype, dims: (u32, u32), begin: u64, end: u64, elements: u64) -> Self {
+        Record {
+            begin,
+            end,
+            elements,
+            name: 0,
+            name_len: 0,
+            dims_start: dims.0,
+            dims_len: dims.1,
+            dtype,
+        }
+    }
+
+    /// Name a record by the position of its key's opening quote in the text (a name without
+    /// escapes).
+    fn with_plain_name(mut self, quote: usize, len: usize) -> Option<Self> {
+        self.name = u32::try_from(quote).ok()?;
+        self.name_len = u32::try_from(len).ok().filter(|&l| l != ESCAPED)?;
+        Some(self)
+    }
+
+    /// The tensor's name.
+    pub(crate) fn name<'t>(&self, text: &'t str, names: &'t Names) -> &'t str {
+        if self.name_len == ESCAPED {
+            let Some(&(_, start, len)) = names.spans.get(self.name as usize) else {
+                return "";
+            };
+            names
+                .arena
+                .get(start as usize..(start + len) as usize)
+                .unwrap_or("")
+        } else {
+            let start = self.name as usize + 1;
+            text.get(start..start + self.name_len as usize)
+                .unwrap_or("")
+        }
+    }
+
+    /// File offset of the tensor's key (its opening quote where known).
+    pub(crate) fn offset(&self, names: &Names) -> u64 {
+        if self.name_len == ESCAPED {
+            names
+                .spans
+                .get(self.name as usize)
+                .map_or(HEADER_START, |s| s.0)
+        } else {
+            HEADER_START + u64::from(self.name)
+        }
+    }
 }
 
 /// What `__metadata__` was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MetadataForm {
     /// No `__metadata__` key.
     Absent,
@@ -55,16 +136,96 @@ pub enum MetadataForm {
     Map,
 }
 
+impl MetadataForm {
+    /// `"absent"`, `"null"` or `"map"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetadataForm::Absent => "absent",
+            MetadataForm::Null => "null",
+            MetadataForm::Map => "map",
+        }
+    }
+}
+
+/// `__metadata__` as found: its form, where its object starts in the header text (it is read
+/// again from there on demand) and how many entries it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Metadata {
+    pub(crate) form: MetadataForm,
+    /// The index of the object's `{` in the header text.
+    pub(crate) open: Option<u32>,
+    pub(crate) len: u64,
+    /// The header index of the `total_parameters` key's opening quote, if present.
+    pub(crate) total_parameters: Option<u32>,
+}
+
+impl Metadata {
+    const ABSENT: Metadata = Metadata {
+        form: MetadataForm::Absent,
+        open: None,
+        len: 0,
+        total_parameters: None,
+    };
+}
+
 /// The decoded header, before the layout checks.
 #[derive(Debug)]
-pub(crate) struct Parsed<'a> {
-    pub(crate) tensors: Vec<Record<'a>>,
+pub(crate) struct Parsed {
+    pub(crate) tensors: Vec<Record>,
     pub(crate) dims: Vec<u64>,
-    pub(crate) metadata_form: MetadataForm,
-    pub(crate) metadata: Vec<(Cow<'a, str>, Cow<'a, str>)>,
-    /// File offset of each metadata value (for `SIZE-TOTAL-PARAMETERS`).
-    pub(crate) metadata_offsets: Vec<u64>,
-    pub(crate) warnings: Vec<Warning>,
+    pub(crate) names: Names,
+    pub(crate) metadata: Metadata,
+    pub(crate) warnings: Warnings,
+}
+
+impl Parsed {
+    /// An empty parse of a text of this length, with the warnings found before it.
+    fn new(text_len: usize, warnings: Warnings) -> Self {
+        let capacity = text_len / TYPICAL_ENTRY_LEN;
+        Parsed {
+            tensors: Vec::with_capacity(capacity),
+            dims: Vec::with_capacity(2 * capacity),
+            names: Names::default(),
+            metadata: Metadata::ABSENT,
+            warnings,
+        }
+    }
+}
+
+/// The `__metadata__` entries of a parsed header, read again from the text: decoded key and
+/// value, in header order.
+pub(crate) fn metadata_entries<'t>(
+    text: &'t str,
+    open: Option<u32>,
+) -> impl Iterator<Item = (std::borrow::Cow<'t, str>, std::borrow::Cow<'t, str>)> + 't {
+    let b = text.as_bytes();
+    let ws = move |mut i: usize| {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            i += 1;
+        }
+        i
+    };
+    let mut pos = open.map(|o| o as usize + 1);
+    std::iter::from_fn(move || {
+        let i = ws(pos?);
+        if b.get(i) != Some(&b'"') {
+            pos = None;
+            return None;
+        }
+        let key = json::string_at(text, i)?;
+        let v = KeyCursor::value_start(text, i)?;
+        let value = json::string_at(text, v)?;
+        let mut after = v + 1;
+        while after < b.len() && b[after] != b'"' {
+            after += if b[after] == b'\\' { 2 } else { 1 };
+        }
+        let next = ws(after + 1);
+        pos = (b.get(next) == Some(&b',')).then_some(next + 1);
+        Some((key, value))
+    })
 }
 
 /// A finding raised inside a visitor; the offset is filled from serde_json's position when the
@@ -81,53 +242,37 @@ struct State<'a> {
     /// The header text; borrowed strings point into it, which gives their exact offsets.
     text: &'a str,
     pending: Option<Pending>,
-    parsed: Parsed<'a>,
+    parsed: Parsed,
     /// The tensor names seen so far, as indices into `parsed.tensors` (the name being checked
-    /// gets the index its record will have): one word per slot instead of a whole `Cow`, so the
-    /// table of a 100 MB header stays in the last-level cache.
-    names: hashbrown::HashTable<usize>,
-    name_hasher: NameHasher,
+    /// gets the index its record will have): one word per slot instead of a whole name, so the
+    /// table of a 100 MB header stays small.
+    names: hashbrown::HashTable<u32>,
+    name_hasher: KeyHasher,
     seen_metadata: bool,
-    /// Header index of the previous root-level key's opening quote (for [`State::root_key_offset`]).
-    last_root_key: Option<usize>,
+    /// Positions of the root object's keys.
+    root: KeyCursor,
 }
 
-impl<'a> State<'a> {
+impl State<'_> {
     /// File offset of a string borrowed from the header text: its opening quote.
     fn offset_of(&self, s: &str) -> Option<u64> {
-        let base = self.text.as_ptr() as usize;
-        let p = s.as_ptr() as usize;
-        if p > base && p <= base + self.text.len() {
-            Some(HEADER_START + (p - base - 1) as u64)
-        } else {
-            None
-        }
-    }
-
-    /// File offset of a root-level key's opening quote. A key without escapes is borrowed and
-    /// points into the text; an escaped key is found by skipping, from the previous root key,
-    /// that key, its value and the comma (text serde_json has already accepted).
-    fn root_key_offset(&mut self, key: &str) -> Option<u64> {
-        let at = match self.offset_of(key) {
-            Some(o) => usize::try_from(o - HEADER_START).ok(),
-            None => next_key_quote(self.text.as_bytes(), self.last_root_key),
-        };
-        if at.is_some() {
-            self.last_root_key = at;
-        }
-        at.map(|i| HEADER_START + i as u64)
+        json::quote_of(self.text, s).map(|q| HEADER_START + q as u64)
     }
 
     /// Record a tensor name, whose record will be pushed next; `false` if it is a duplicate.
     fn insert_name(&mut self, key: &str) -> bool {
-        let tensors = &self.parsed.tensors;
+        let (text, tensors, names) = (self.text, &self.parsed.tensors, &self.parsed.names);
         let hasher = &self.name_hasher;
-        let hash_of = |i: &usize| tensors.get(*i).map_or(0, |t| hasher.hash_one(&*t.name));
-        let same = |i: &usize| tensors.get(*i).is_some_and(|t| *t.name == *key);
+        let name_of = |i: &u32| tensors.get(*i as usize).map(|t| t.name(text, names));
+        let hash_of = |i: &u32| name_of(i).map_or(0, |n| hasher.hash_one(n));
+        let same = |i: &u32| name_of(i) == Some(key);
+        let Ok(index) = u32::try_from(tensors.len()) else {
+            return false;
+        };
         match self.names.entry(hasher.hash_one(key), same, hash_of) {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(tensors.len());
+                slot.insert(index);
                 true
             }
         }
@@ -150,100 +295,42 @@ impl<'a> State<'a> {
     }
 }
 
-/// The hasher of the tensor-name table, which sees every name of every header, so it is the
-/// single hottest piece of the parse. std's SipHash-1-3 took a third of a valid header's time;
-/// foldhash (fast variant) takes a fraction of that. The trade-off: foldhash only claims
-/// "minimal" HashDoS resistance. Its outputs depend on secret seeds, so no list of names
-/// collides for every seed; here both seeds come from std's `RandomState` (OS randomness),
-/// fresh per header for the per-hasher seed, instead of foldhash's own address-and-clock
-/// seeding. An attacker who only submits files and never sees hash values cannot aim
-/// collisions at an unknown seed; one who could learn the seeds (e.g. by timing a long-lived
-/// process) could make the table quadratic, which SipHash would prevent. Measured on a
-/// 100,000-tensor header: SipHash with growth 43 ms per validation, foldhash with reserved
-/// capacity 27 ms, and the index table below 24 ms.
-type NameHasher = foldhash::fast::SeedableRandomState;
-
-fn name_hasher() -> NameHasher {
-    static SHARED: OnceLock<foldhash::SharedSeed> = OnceLock::new();
-    let shared = SHARED.get_or_init(|| foldhash::SharedSeed::from_u64(random_u64()));
-    foldhash::fast::SeedableRandomState::with_seed(random_u64(), shared)
-}
-
-/// 64 random bits: std's `RandomState` keys come from the OS (once per thread, then varied per
-/// call), and SipHash of nothing under them is uniform.
-fn random_u64() -> u64 {
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
-}
-
 /// Header bytes per tensor entry in real checkpoints (about 100-130): the initial capacity of
 /// the name table and the record vectors is the header length divided by this, so a typical
 /// header never rehashes or regrows. A header that is mostly metadata reserves at most about
-/// 1.1 x N bytes it does not use (a 72-byte record, two 8-byte dimensions and up to two 9-byte
+/// 0.8 x N bytes it does not use (a 48-byte record, two 8-byte dimensions and up to two 5-byte
 /// table slots per 96 header bytes), within [`crate::limits::MEMORY_FACTOR_PER_HEADER_BYTE`];
-/// of that, only the table's control bytes (about N / 48) are written before use.
-const TYPICAL_ENTRY_LEN: usize = 96;
-
-/// A JSON key or string value as decoded: borrowed when it had no escapes.
-struct Text<'a>(Cow<'a, str>);
-
-struct TextSeed;
-
-impl<'de> DeserializeSeed<'de> for TextSeed {
-    type Value = Text<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Text<'de>, D::Error> {
-        d.deserialize_str(TextVisitor)
-    }
-}
-
-struct TextVisitor;
-
-impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Text<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
-        Ok(Text(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
-        Ok(Text(Cow::Owned(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
-        Ok(Text(Cow::Owned(v)))
-    }
-}
+/// of that, only the table's control bytes (about N / 96) are written before use.
+pub(crate) const TYPICAL_ENTRY_LEN: usize = 96;
 
 pub(crate) mod fast;
 
 /// Parse the header text (stage 1 JSON syntax and stage 2 schema, in one pass): the fast path
 /// ([`fast`]) for headers of the canonical shape, else, from the start, the serde path, which
 /// alone reports findings.
-pub(crate) fn parse(text: &str) -> Result<Parsed<'_>, Error> {
-    match fast::parse(text) {
+///
+/// `warnings` holds what framing found before the parse; the parse adds its own.
+pub(crate) fn parse(text: &str, warnings: Warnings) -> Result<Parsed, Error> {
+    match fast::parse(text, warnings.clone()) {
         Some(parsed) => Ok(parsed),
-        None => parse_slow(text),
+        None => parse_slow(text, warnings),
     }
 }
 
 /// The serde path of [`parse`].
-pub(crate) fn parse_slow(text: &str) -> Result<Parsed<'_>, Error> {
+pub(crate) fn parse_slow(text: &str, warnings: Warnings) -> Result<Parsed, Error> {
+    let open = text
+        .bytes()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(0);
     let mut state = State {
         text,
         pending: None,
-        parsed: Parsed {
-            tensors: Vec::with_capacity(text.len() / TYPICAL_ENTRY_LEN),
-            dims: Vec::with_capacity(2 * (text.len() / TYPICAL_ENTRY_LEN)),
-            metadata_form: MetadataForm::Absent,
-            metadata: Vec::new(),
-            metadata_offsets: Vec::new(),
-            warnings: Vec::new(),
-        },
+        parsed: Parsed::new(text.len(), warnings),
         names: hashbrown::HashTable::with_capacity(text.len() / TYPICAL_ENTRY_LEN),
-        name_hasher: name_hasher(),
+        name_hasher: json::key_hasher(),
         seen_metadata: false,
-        last_root_key: None,
+        root: KeyCursor::new(open),
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let result = (&mut de)
@@ -257,7 +344,8 @@ pub(crate) fn parse_slow(text: &str) -> Result<Parsed<'_>, Error> {
                     let offset = p.offset.unwrap_or_else(|| {
                         // Raised right after an escaped (owned) string: serde_json stands on
                         // its closing quote; point at the opening one.
-                        key_start_before(text, serde_offset(text, &e))
+                        let at = json::quote_before(text, json::error_pos(text, &e));
+                        HEADER_START + at as u64
                     });
                     let f = Finding::new(p.rule, offset, p.message);
                     match &p.tensor {
@@ -265,7 +353,10 @@ pub(crate) fn parse_slow(text: &str) -> Result<Parsed<'_>, Error> {
                         None => f,
                     }
                 }
-                None => from_serde(text, &e),
+                None => {
+                    let (fault, at) = json::syntax_of(text, &e);
+                    malformed(fault, at)
+                }
             };
             if finding.kind() == Kind::Invalid {
                 if let Some(malformed) = first_malformed(text) {
@@ -277,155 +368,40 @@ pub(crate) fn parse_slow(text: &str) -> Result<Parsed<'_>, Error> {
     }
 }
 
-/// File offset of a serde_json error's position (line and byte column in the header text).
-fn serde_offset(text: &str, e: &serde_json::Error) -> u64 {
-    let bytes = text.as_bytes();
-    let mut line_start = 0usize;
-    if e.line() > 1 {
-        let mut seen = 1usize;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                seen += 1;
-                if seen == e.line() {
-                    line_start = i + 1;
-                    break;
-                }
-            }
-        }
-    }
-    // serde_json's columns are 1-based: column 1 is the line's first byte.
-    let at = line_start
-        .saturating_add(e.column().saturating_sub(1))
-        .min(bytes.len());
-    HEADER_START + at as u64
-}
-
-/// Given the file offset of a key's closing quote, the file offset of its opening quote (the
-/// nearest `"` before it not escaped by a backslash). Returns `at` unchanged if it is not on a
-/// quote.
-fn key_start_before(text: &str, at: u64) -> u64 {
-    let b = text.as_bytes();
-    let Some(close) = at
-        .checked_sub(HEADER_START)
-        .and_then(|i| usize::try_from(i).ok())
-        .filter(|&i| b.get(i) == Some(&b'"'))
-    else {
-        return at;
-    };
-    let mut j = close;
-    while j > 0 {
-        j -= 1;
-        if b[j] == b'"' {
-            let backslashes = b[..j].iter().rev().take_while(|&&c| c == b'\\').count();
-            if backslashes % 2 == 0 {
-                return HEADER_START + j as u64;
-            }
-        }
-    }
-    at
-}
-
-/// The header index of the opening quote of the root-level key after the one at `prev` (or of
-/// the first key when `prev` is `None`), by skipping that key, its value and the comma. Only
-/// used on text serde_json has already parsed up to that key; `None` if the text is not shaped
-/// as expected.
-fn next_key_quote(b: &[u8], prev: Option<usize>) -> Option<usize> {
-    let is_ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
-    let skip_ws = |mut i: usize| {
-        while b.get(i).copied().is_some_and(is_ws) {
-            i += 1;
-        }
-        i
-    };
-    // From an opening quote to just after the closing one.
-    let skip_str = |i: usize| -> Option<usize> {
-        let mut j = i + 1;
-        loop {
-            match *b.get(j)? {
-                b'\\' => j += 2,
-                b'"' => return Some(j + 1),
-                _ => j += 1,
-            }
-        }
-    };
-    let i = match prev {
-        None => {
-            let i = skip_ws(0);
-            (*b.get(i)? == b'{').then_some(i + 1)?
-        }
-        Some(p) => {
-            let mut i = skip_ws(skip_str(p)?);
-            if *b.get(i)? != b':' {
-                return None;
-            }
-            i = skip_ws(i + 1);
-            match *b.get(i)? {
-                b'"' => i = skip_str(i)?,
-                b'{' | b'[' => {
-                    let mut depth = 0usize;
-                    loop {
-                        match *b.get(i)? {
-                            b'"' => {
-                                i = skip_str(i)?;
-                                continue;
-                            }
-                            b'{' | b'[' => depth += 1,
-                            b'}' | b']' => {
-                                depth = depth.checked_sub(1)?;
-                                if depth == 0 {
-                                    i += 1;
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                        i += 1;
-                    }
-                }
-                _ => {
-                    while b
-                        .get(i)
-                        .is_some_and(|&c| !matches!(c, b',' | b'}' | b']') && !is_ws(c))
-                    {
-                        i += 1;
-                    }
-                }
-            }
-            i = skip_ws(i);
-            if *b.get(i)? != b',' {
-                return None;
-            }
-            i + 1
-        }
-    };
-    let i = skip_ws(i);
-    (*b.get(i)? == b'"').then_some(i)
-}
-
-/// A serde_json syntax error as a finding.
-fn from_serde(text: &str, e: &serde_json::Error) -> Finding {
-    let full = e.to_string();
-    let message = match full.rfind(" at line ") {
-        Some(i) => &full[..i],
-        None => &full[..],
-    };
-    let rule = if message == "trailing characters" {
-        Rule::JsonTrailing
-    } else if message == "recursion limit exceeded" {
-        Rule::JsonDepth
-    } else {
-        Rule::JsonSyntax
-    };
-    let message = match rule {
-        Rule::JsonTrailing => "bytes other than JSON whitespace after the header object".to_owned(),
-        Rule::JsonDepth => format!(
-            "JSON nesting reaches {} levels (at most {} are followed)",
-            crate::limits::MAX_JSON_DEPTH,
-            crate::limits::MAX_JSON_DEPTH - 1
+/// A stage-1 fault of the header text as a finding (`JSON-*` rules).
+fn malformed(fault: Syntax, at: usize) -> Finding {
+    let offset = HEADER_START + at as u64;
+    match fault {
+        Syntax::Trailing => Finding::new(
+            Rule::JsonTrailing,
+            offset,
+            "bytes other than JSON whitespace after the header object",
         ),
-        _ => format!("invalid JSON: {message}"),
-    };
-    Finding::new(rule, serde_offset(text, e), message)
+        Syntax::Depth => Finding::new(
+            Rule::JsonDepth,
+            offset,
+            format!(
+                "JSON nesting reaches {} levels (at most {} are followed)",
+                crate::limits::MAX_JSON_DEPTH,
+                crate::limits::MAX_JSON_DEPTH - 1
+            ),
+        ),
+        Syntax::Invalid(message) => {
+            Finding::new(Rule::JsonSyntax, offset, format!("invalid JSON: {message}"))
+        }
+        Syntax::DuplicateKey(key) => Finding::new(
+            Rule::JsonDuplicateKey,
+            offset,
+            format!("duplicate key \"{}\"", key.escape_debug()),
+        ),
+    }
+}
+
+/// The first stage-1 fault anywhere in the header, in file order: a syntax error, nesting
+/// beyond [`crate::limits::MAX_JSON_DEPTH`], trailing bytes, or a duplicate key in any object.
+/// `None` if the header is well-formed JSON with unique keys.
+pub(crate) fn first_malformed(text: &str) -> Option<Finding> {
+    json::first_fault(text).map(|(fault, at)| malformed(fault, at))
 }
 
 struct RootVisitor<'s, 'a> {
@@ -442,7 +418,8 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let st = self.st;
         while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
-            let key_offset = st.root_key_offset(&key);
+            let key_quote = st.root.next(st.text, &key);
+            let key_offset = key_quote.map(|q| HEADER_START + q as u64);
             if key == "__metadata__" {
                 if st.seen_metadata {
                     return Err(st.fail(
@@ -453,7 +430,8 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
                     ));
                 }
                 st.seen_metadata = true;
-                map.next_value_seed(MetadataSeed { st: &mut *st })?;
+                let open = key_quote.and_then(|q| KeyCursor::value_start(st.text, q));
+                map.next_value_seed(MetadataSeed { st: &mut *st, open })?;
                 continue;
             }
             if !st.insert_name(&key) {
@@ -480,11 +458,27 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
                 name: &key,
                 offset: key_offset,
             })?;
-            st.parsed.tensors.push(Record {
-                name: key,
-                offset,
-                ..record
-            });
+            let plain =
+                json::quote_of(st.text, &key).and_then(|q| record.with_plain_name(q, key.len()));
+            let record = match plain {
+                Some(r) => r,
+                None => {
+                    let Some(index) = st.parsed.names.push(offset, &key) else {
+                        return Err(st.fail(
+                            Rule::FrameHeaderLimit,
+                            Some(0),
+                            None,
+                            "header too large to index",
+                        ));
+                    };
+                    Record {
+                        name: index,
+                        name_len: ESCAPED,
+                        ..record
+                    }
+                }
+            };
+            st.parsed.tensors.push(record);
         }
         Ok(())
     }
@@ -546,72 +540,26 @@ fn root_not_object<E: de::Error>(st: &mut State<'_>, what: &str) -> E {
     )
 }
 
-/// The `visit_*` methods of a schema visitor for the JSON types it does not accept. Each calls
-/// the visitor's `reject(what, at)` with the type's name and, for an unescaped string, its exact
-/// offset (`None` lets serde_json's position stand in).
-macro_rules! reject_types {
-    ($de:lifetime; $($ty:ident),* $(,)?) => { $( reject_types!(@ $de $ty); )* };
-    (@ $de:lifetime bool) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Err(self.reject("a boolean", None))
-        }
-    };
-    (@ $de:lifetime number) => {
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Err(self.reject("a number", None))
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Err(self.reject("a number", None))
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Err(self.reject("a number", None))
-        }
-    };
-    (@ $de:lifetime null) => {
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Err(self.reject("null", None))
-        }
-    };
-    (@ $de:lifetime array) => {
-        fn visit_seq<A: SeqAccess<$de>>(self, _: A) -> Result<Self::Value, A::Error> {
-            Err(self.reject("an array", None))
-        }
-    };
-    (@ $de:lifetime object) => {
-        fn visit_map<A: MapAccess<$de>>(self, _: A) -> Result<Self::Value, A::Error> {
-            Err(self.reject("an object", None))
-        }
-    };
-    (@ $de:lifetime string) => {
-        fn visit_borrowed_str<E: de::Error>(self, v: &$de str) -> Result<Self::Value, E> {
-            let at = self.st.offset_of(v);
-            Err(self.reject("a string", at))
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Err(self.reject("a string", None))
-        }
-    };
-}
-
 // ---------------------------------------------------------------------------------------------
 // __metadata__
 
 struct MetadataSeed<'s, 'a> {
     st: &'s mut State<'a>,
+    /// The index of the value's first byte in the text.
+    open: Option<usize>,
 }
 
 impl<'de> DeserializeSeed<'de> for MetadataSeed<'_, 'de> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(MetadataVisitor { st: self.st })
+        d.deserialize_any(self)
     }
 }
 
-struct MetadataVisitor<'s, 'a> {
-    st: &'s mut State<'a>,
-}
-
-impl MetadataVisitor<'_, '_> {
+impl MetadataSeed<'_, '_> {
+    fn quote(&self, s: &str) -> Option<u64> {
+        self.st.offset_of(s)
+    }
     fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         self.st.fail(
             Rule::SchemaMetadata,
@@ -622,24 +570,36 @@ impl MetadataVisitor<'_, '_> {
     }
 }
 
-impl<'de> Visitor<'de> for MetadataVisitor<'_, 'de> {
+impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object of strings")
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.st.parsed.metadata_form = MetadataForm::Null;
+        self.st.parsed.metadata.form = MetadataForm::Null;
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let st = self.st;
-        st.parsed.metadata_form = MetadataForm::Map;
-        let mut keys: HashSet<Cow<'de, str>> = HashSet::new();
+        let open = self.open;
+        st.parsed.metadata = Metadata {
+            form: MetadataForm::Map,
+            open: open.and_then(|o| u32::try_from(o).ok()),
+            len: 0,
+            total_parameters: None,
+        };
+        let mut cursor = open.map(KeyCursor::new);
+        let mut keys = KeyTable::new();
         while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
-            let key_offset = st.offset_of(&key);
-            if !keys.insert(key.clone()) {
+            let quote = cursor.as_mut().and_then(|c| c.next(st.text, &key));
+            let key_offset = quote.map(|q| HEADER_START + q as u64);
+            let repeated = match quote {
+                Some(q) => keys.insert(st.text, q, &key).is_some(),
+                None => keys.insert_unplaced(st.text, &key),
+            };
+            if repeated {
                 return Err(st.fail(
                     Rule::JsonDuplicateKey,
                     key_offset,
@@ -647,13 +607,14 @@ impl<'de> Visitor<'de> for MetadataVisitor<'_, 'de> {
                     format!("duplicate __metadata__ key \"{}\"", key.escape_debug()),
                 ));
             }
-            let value = map.next_value_seed(MetadataValueSeed {
+            map.next_value_seed(MetadataValueSeed {
                 st: &mut *st,
                 key: &key,
             })?;
-            let value_offset = st.offset_of(&value).or(key_offset).unwrap_or(HEADER_START);
-            st.parsed.metadata.push((key, value));
-            st.parsed.metadata_offsets.push(value_offset);
+            st.parsed.metadata.len += 1;
+            if key == "total_parameters" {
+                st.parsed.metadata.total_parameters = quote.and_then(|q| u32::try_from(q).ok());
+            }
         }
         Ok(())
     }
@@ -666,7 +627,7 @@ struct MetadataValueSeed<'s, 'a, 'k> {
 }
 
 impl<'de> DeserializeSeed<'de> for MetadataValueSeed<'_, 'de, '_> {
-    type Value = Cow<'de, str>;
+    type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
@@ -683,15 +644,15 @@ impl MetadataValueSeed<'_, '_, '_> {
 }
 
 impl<'de> Visitor<'de> for MetadataValueSeed<'_, 'de, '_> {
-    type Value = Cow<'de, str>;
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string")
     }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
+    fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(())
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(())
     }
     reject_types!('de; bool, number, null, array, object);
 }
@@ -706,13 +667,17 @@ struct EntrySeed<'s, 'a, 'k> {
 }
 
 impl<'de> DeserializeSeed<'de> for EntrySeed<'_, 'de, '_> {
-    type Value = Record<'de>;
+    type Value = Record;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl EntrySeed<'_, '_, '_> {
+    fn quote(&self, _: &str) -> Option<u64> {
+        // An entry that is a string is reported at its key, like every other wrong type.
+        None
+    }
     fn reject<E: de::Error>(self, what: &str, _at: Option<u64>) -> E {
         let message = if what == "an array" {
             "tensor entry is an array, not an object with dtype, shape and data_offsets".to_owned()
@@ -742,12 +707,12 @@ impl Field {
 }
 
 impl<'de> Visitor<'de> for EntrySeed<'_, 'de, '_> {
-    type Value = Record<'de>;
+    type Value = Record;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a tensor entry object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Record<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Record, A::Error> {
         let EntrySeed { st, name, offset } = self;
         let mut dtype: Option<Dtype> = None;
         let mut dims: Option<(u32, u32)> = None;
@@ -810,9 +775,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_, 'de, '_> {
                 }
             }
         }
-        let (Some(dtype), Some((dims_start, dims_len)), Some((begin, end))) =
-            (dtype, dims, offsets)
-        else {
+        let (Some(dtype), Some(dims), Some((begin, end))) = (dtype, dims, offsets) else {
             let missing: Vec<&str> = [
                 (dtype.is_none(), "dtype"),
                 (dims.is_none(), "shape"),
@@ -825,21 +788,12 @@ impl<'de> Visitor<'de> for EntrySeed<'_, 'de, '_> {
             let message = format!("tensor entry lacks {}", missing.join(", "));
             return Err(st.fail(Rule::SchemaMissingField, offset, Some(name), message));
         };
-        let shape = &st.parsed.dims[dims_start as usize..(dims_start + dims_len) as usize];
+        let shape = &st.parsed.dims[dims.0 as usize..(dims.0 + dims.1) as usize];
         let elements = match crate::size::check(dtype, shape, begin, end) {
             Ok(elements) => elements,
             Err((rule, message)) => return Err(st.fail(rule, offset, Some(name), message)),
         };
-        Ok(Record {
-            name: Cow::Borrowed(""),
-            offset: 0,
-            dtype,
-            dims_start,
-            dims_len,
-            begin,
-            end,
-            elements,
-        })
+        Ok(Record::unnamed(dtype, dims, begin, end, elements))
     }
     reject_types!('de; bool, number, null, array, string);
 }
@@ -915,6 +869,9 @@ impl ArraySeed<'_, '_, '_, '_> {
             _ => Rule::SchemaShape,
         }
     }
+    fn quote(&self, s: &str) -> Option<u64> {
+        self.st.offset_of(s)
+    }
     fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let rule = self.rule();
         let message = match self.field {
@@ -984,6 +941,9 @@ impl<'de> DeserializeSeed<'de> for IntSeed<'_, 'de, '_> {
 }
 
 impl IntSeed<'_, '_, '_> {
+    fn quote(&self, s: &str) -> Option<u64> {
+        self.st.offset_of(s)
+    }
     fn reject<E: de::Error>(self, what: &str, at: Option<u64>) -> E {
         let rule = match self.field {
             Field::DataOffsets => Rule::SchemaOffsets,
@@ -1024,98 +984,4 @@ impl<'de> Visitor<'de> for IntSeed<'_, 'de, '_> {
         Err(self.bad_number(&what))
     }
     reject_types!('de; bool, null, array, object, string);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Stage 1 alone: the first malformed fault anywhere in the header.
-
-/// Walk the whole header as generic JSON and return its first stage-1 fault in file order: a
-/// syntax error, nesting beyond [`crate::limits::MAX_JSON_DEPTH`], trailing bytes, or a
-/// duplicate key in any object. `None` if the header is well-formed JSON with unique keys.
-pub(crate) fn first_malformed(text: &str) -> Option<Finding> {
-    let mut dup: Option<(Option<u64>, String)> = None;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let result = (&mut de)
-        .deserialize_any(AnyVisitor {
-            text,
-            dup: &mut dup,
-        })
-        .and_then(|()| de.end());
-    match result {
-        Ok(()) => None,
-        Err(e) => Some(match dup.take() {
-            Some((at, message)) => Finding::new(
-                Rule::JsonDuplicateKey,
-                at.unwrap_or_else(|| key_start_before(text, serde_offset(text, &e))),
-                message,
-            ),
-            None => from_serde(text, &e),
-        }),
-    }
-}
-
-struct AnyVisitor<'s, 'a> {
-    text: &'a str,
-    dup: &'s mut Option<(Option<u64>, String)>,
-}
-
-impl<'de> DeserializeSeed<'de> for AnyVisitor<'_, 'de> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for AnyVisitor<'_, 'de> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq
-            .next_element_seed(AnyVisitor {
-                text: self.text,
-                dup: &mut *self.dup,
-            })?
-            .is_some()
-        {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut keys: HashSet<Cow<'de, str>> = HashSet::new();
-        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
-            if keys.contains(&key) {
-                let base = self.text.as_ptr() as usize;
-                let p = key.as_ptr() as usize;
-                let at = (p > base && p <= base + self.text.len())
-                    .then(|| HEADER_START + (p - base - 1) as u64);
-                *self.dup = Some((at, format!("duplicate key \"{}\"", key.escape_debug())));
-                return Err(de::Error::custom(""));
-            }
-            keys.insert(key);
-            map.next_value_seed(AnyVisitor {
-                text: self.text,
-                dup: &mut *self.dup,
-            })?;
-        }
-        Ok(())
-    }
 }

@@ -10,7 +10,7 @@
 //! - the root is an object with a `weight_map` object of strings to strings and, optionally,
 //!   a `metadata` object (`INDEX-SCHEMA`); other top-level keys are ignored;
 //! - every shard name is a plain file name in the index's directory (`INDEX-SHARD-NAME`), not a
-//!   link that leaves it (`INDEX-SHARD-LINK`), exists as a regular file
+//!   link that the link policy does not follow (`INDEX-SHARD-LINK`), exists as a regular file
 //!   (`INDEX-SHARD-MISSING`) and is a valid safetensors file under the same [`Config`]
 //!   (`INDEX-SHARD-INVALID`, with the shard's own error as the cause);
 //! - every tensor of `weight_map` is in the shard it names (`INDEX-TENSOR-MISSING`), every
@@ -19,13 +19,17 @@
 //! - `metadata.total_size`, when present, is a JSON integer equal to the sum of the tensors'
 //!   byte lengths (`INDEX-TOTAL-SIZE`);
 //! - a `*.safetensors` file in the directory that the index does not name is a warning
-//!   (`INDEX-SHARD-UNLISTED`), an error under `deny_warnings`.
+//!   (`INDEX-SHARD-UNLISTED`).
 //!
-//! The checker reads shards only through a [`ShardSource`], so it runs the same over a
-//! directory ([`FsSource`]) and over bytes in memory ([`MemorySource`], for tests and fuzzing).
-//! It never panics, whatever the index bytes and the shards hold. Every finding names the
-//! rule, the shard and the tensor where they apply, and a byte offset into the index (or,
-//! for findings about a shard's own tensors, into that shard).
+//! Each shard is checked by the one [`crate::Checker`], exactly as a file named on its own
+//! would be, with the same [`Config`] (deep scan, hash, deny flags); its [`Checked`] result is
+//! handed to the caller as it comes (to print it) and only a summary is kept, so checking a
+//! set holds one shard's report at a time. The checker reads shards only through a
+//! [`ShardSource`], so it runs the same over a directory ([`FsSource`]), bytes in memory
+//! ([`MemorySource`], for tests and fuzzing) or a remote server. It never panics, whatever the
+//! index bytes and the shards hold. Every finding names the rule, the shard and the tensor
+//! where they apply, and a byte offset into the index (or, for findings about a shard's own
+//! tensors, into that shard; see [`Finding::location`]).
 //!
 //! ```
 //! use stcheck::index::{check_index, MemorySource};
@@ -41,172 +45,45 @@
 //! assert_eq!(report.tensors(), 1);
 //! ```
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::fs::File;
-use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::de::{
-    self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, Visitor};
 
-use crate::error::{Error, Finding};
+use crate::check::{Checked, Checker};
+use crate::error::{Finding, ReadError, ReadErrorKind};
+use crate::fs::{Checkpoint, FileId, FileKind, LinkPolicy, LinkTarget, NotChecked, Root};
+use crate::json::{self, reject_types, KeyCursor, KeyTable, Syntax, Text, TextSeed};
 use crate::limits::Config;
-use crate::report::{DtypeTotal, DtypeTotals, Report};
-use crate::rules::{Rule, Severity};
+use crate::report::DtypeTotal;
+use crate::rules::Rule;
+use crate::source::ReadMode;
 
 /// The file name suffix of an index.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
 
-/// The most findings one index reports; the rest are counted in
+/// The most errors (and warnings) one index reports; the rest are counted in
 /// [`IndexReport::omitted`], so a hostile index cannot flood the output.
 pub const MAX_FINDINGS: usize = 1000;
 
-/// Which file a finding's offset points into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Location {
-    /// The index file.
-    Index,
-    /// The shard named by [`IndexFinding::shard_name`].
-    Shard,
-}
-
-impl Location {
-    /// `"index"` or `"shard"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Location::Index => "index",
-            Location::Shard => "shard",
-        }
-    }
-}
-
-/// One finding about a sharded checkpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexFinding {
-    finding: Finding,
-    shard: Option<String>,
-    location: Location,
-    cause: Option<Error>,
-}
-
-impl IndexFinding {
-    fn index(rule: Rule, offset: u64, message: impl Into<String>) -> Self {
-        IndexFinding {
-            finding: Finding::new(rule, offset, message),
-            shard: None,
-            location: Location::Index,
-            cause: None,
-        }
-    }
-
-    fn shard(mut self, shard: &str) -> Self {
-        self.shard = Some(shard.to_owned());
-        self
-    }
-
-    fn tensor(mut self, tensor: &str) -> Self {
-        self.finding = self.finding.with_tensor(tensor);
-        self
-    }
-
-    fn in_shard(mut self) -> Self {
-        self.location = Location::Shard;
-        self
-    }
-
-    /// The rule broken.
-    pub fn rule(&self) -> Rule {
-        self.finding.rule()
-    }
-
-    /// The rule ID, message, tensor and offset.
-    pub fn finding(&self) -> &Finding {
-        &self.finding
-    }
-
-    /// The shard the finding is about, where one applies (as the index names it).
-    pub fn shard_name(&self) -> Option<&str> {
-        self.shard.as_deref()
-    }
-
-    /// The tensor the finding is about, where one applies.
-    pub fn tensor_name(&self) -> Option<&str> {
-        self.finding.tensor()
-    }
-
-    /// Byte offset into the file given by [`IndexFinding::location`].
-    pub fn offset(&self) -> u64 {
-        self.finding.offset()
-    }
-
-    /// Whether [`IndexFinding::offset`] points into the index or into the shard.
-    pub fn location(&self) -> Location {
-        self.location
-    }
-
-    /// For `INDEX-SHARD-INVALID`, the shard's own error.
-    pub fn cause(&self) -> Option<&Error> {
-        self.cause.as_ref()
-    }
-
-    /// The human message.
-    pub fn message(&self) -> &str {
-        self.finding.message()
-    }
-}
-
-impl fmt::Display for IndexFinding {
-    /// `RULE-ID: shard "s": tensor "t": message (at offset 0x1a in the index)`; for
-    /// `INDEX-SHARD-INVALID`, the shard's error follows. Names are escaped.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.rule().id())?;
-        if let Some(s) = &self.shard {
-            write!(f, "shard \"{}\": ", s.escape_debug())?;
-        }
-        if let Some(t) = self.finding.tensor() {
-            write!(f, "tensor \"{}\": ", t.escape_debug())?;
-        }
-        write!(
-            f,
-            "{} (at offset {:#x} in the {})",
-            self.finding.message(),
-            self.finding.offset(),
-            self.location.as_str()
-        )?;
-        if let Some(c) = &self.cause {
-            write!(f, ": {c}")?;
-        }
-        Ok(())
-    }
-}
-
-/// What a [`ShardSource`] found for one shard.
-#[derive(Debug)]
-pub enum ShardCheck {
-    /// The shard is valid; its report.
-    Valid(Report<'static>),
-    /// The shard is not a valid safetensors file.
-    Invalid(Error),
-    /// No such file, or not a regular file (the message says which).
-    Missing(String),
-    /// The shard is a symbolic link whose target is outside the index's directory.
-    LeavesDirectory(String),
-    /// Reading failed: the set's verdict cannot be known.
-    Io(io::Error),
-}
-
 /// Where the shards of an index come from.
 pub trait ShardSource {
-    /// The file names in the index's directory that end in `.safetensors`, in any order
-    /// (for `INDEX-SHARD-UNLISTED`).
-    fn list(&self) -> io::Result<Vec<String>>;
+    /// The file names in the index's directory that end in `.safetensors`, in any order (for
+    /// `INDEX-SHARD-UNLISTED`); a name that is not UTF-8 is given lossily.
+    fn list(&self) -> Result<Vec<String>, ReadError>;
 
-    /// Validate the shard with this plain file name (already checked by
-    /// [`check_shard_name`]) under `config`.
-    fn check(&self, name: &str, config: &Config) -> ShardCheck;
+    /// Check the shard with this plain file name (already checked by [`check_shard_name`])
+    /// under `config`, with the one checker, and hand the result to `f`. A shard that is not
+    /// there is a [`ReadError`] of kind `NotFound` or `NotRegular` (reported as
+    /// `INDEX-SHARD-MISSING`), one the link policy refuses of kind `LinkNotFollowed`
+    /// (`INDEX-SHARD-LINK`); any other read error ends the check of the set.
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError>;
 }
 
 /// Shards held in memory, keyed by file name. For tests and fuzzing.
@@ -228,7 +105,7 @@ impl MemorySource {
 }
 
 impl ShardSource for MemorySource {
-    fn list(&self) -> io::Result<Vec<String>> {
+    fn list(&self) -> Result<Vec<String>, ReadError> {
         Ok(self
             .files
             .keys()
@@ -237,24 +114,32 @@ impl ShardSource for MemorySource {
             .collect())
     }
 
-    fn check(&self, name: &str, config: &Config) -> ShardCheck {
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
         match self.files.get(name) {
-            None => ShardCheck::Missing("no such file".to_owned()),
-            Some(bytes) => match crate::validate(bytes, config) {
-                Ok(r) => ShardCheck::Valid(r.into_owned()),
-                Err(e) => ShardCheck::Invalid(e),
-            },
+            None => Err(ReadError::new(ReadErrorKind::NotFound, "no such file")),
+            Some(bytes) => {
+                f(Checker::check_slice(config, bytes));
+                Ok(())
+            }
         }
     }
 }
 
-/// Shards in a directory of the file system, read with the streaming validator (one forward
-/// pass, memory bounded by the header). The command-line tool wraps [`FsSource::open`] to
-/// memory-map shards instead.
+/// Shards in a directory of the file system, opened with the policy of [`crate::fs`]: regular
+/// files only, never blocking on a FIFO or device, links followed only inside the root (or,
+/// with [`FsSource::allow_outside_links`], to regular files outside it), and read as
+/// [`ReadMode`] says.
 #[derive(Debug, Clone)]
 pub struct FsSource {
     dir: PathBuf,
-    allow_outside_links: bool,
+    root: Option<PathBuf>,
+    links: LinkPolicy,
+    mode: ReadMode,
 }
 
 impl FsSource {
@@ -266,15 +151,36 @@ impl FsSource {
         };
         FsSource {
             dir,
-            allow_outside_links: false,
+            root: None,
+            links: LinkPolicy::confined(),
+            mode: ReadMode::Mmap,
         }
     }
 
-    /// Accept shards that are symbolic links to files outside the directory (as in the Hub's
-    /// download cache, where snapshot files link to `../../blobs/`). Default: rejected with
-    /// `INDEX-SHARD-LINK`.
+    /// Accept shards that are symbolic links to regular files outside the root (as in the
+    /// Hub's download cache, where snapshot files link to `../../blobs/`). Default: refused
+    /// with `INDEX-SHARD-LINK`, whose message names the option that accepts them.
     pub fn allow_outside_links(mut self, yes: bool) -> Self {
-        self.allow_outside_links = yes;
+        self.links = self.links.follow_outside(yes);
+        self
+    }
+
+    /// The link policy (which option messages name, whether outside links are followed).
+    pub fn link_policy(mut self, links: LinkPolicy) -> Self {
+        self.links = links;
+        self
+    }
+
+    /// The directory within which shard links must resolve: the directory the user named,
+    /// when the index was found by walking it. Default: the index's directory.
+    pub fn confine_to(mut self, root: &Path) -> Self {
+        self.root = Some(root.to_path_buf());
+        self
+    }
+
+    /// How shards are read. Default: [`ReadMode::Mmap`].
+    pub fn read_mode(mut self, mode: ReadMode) -> Self {
+        self.mode = mode;
         self
     }
 
@@ -283,78 +189,59 @@ impl FsSource {
         &self.dir
     }
 
-    /// Open the shard `name` (a plain file name): follows a symbolic link only if its target
-    /// stays in the directory (or outside links are allowed), and only to a regular file.
-    /// On failure, the [`ShardCheck`] to report.
-    pub fn open(&self, name: &str) -> Result<(File, PathBuf), ShardCheck> {
+    /// The path of the shard `name` if the link policy lets it be opened, with the identity
+    /// of the file it leads to.
+    pub fn resolve(&self, name: &str) -> Result<(PathBuf, Option<FileId>), ReadError> {
         let path = self.dir.join(name);
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ShardCheck::Missing("no such file".to_owned()))
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ReadError::new(ReadErrorKind::NotFound, "no such file")
+            } else {
+                ReadError::from(e)
             }
-            Err(e) => return Err(ShardCheck::Io(e)),
-        };
-        if meta.file_type().is_symlink() && !self.allow_outside_links {
-            let target = match std::fs::canonicalize(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(ShardCheck::Missing(
-                        "a symbolic link to a file that does not exist".to_owned(),
-                    ))
-                }
-                Err(e) => return Err(ShardCheck::Io(e)),
-            };
-            let dir = match std::fs::canonicalize(&self.dir) {
-                Ok(d) => d,
-                Err(e) => return Err(ShardCheck::Io(e)),
-            };
-            if target.parent() != Some(dir.as_path()) {
-                return Err(ShardCheck::LeavesDirectory(format!(
-                    "a symbolic link to {}, outside the index's directory",
-                    target.display()
-                )));
-            }
+        })?;
+        if !meta.file_type().is_symlink() {
+            return Ok((path, FileId::of(&meta)));
         }
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ShardCheck::Missing("no such file".to_owned()))
-            }
-            Err(e) => return Err(ShardCheck::Io(e)),
-        };
-        match file.metadata() {
-            Ok(m) if m.is_file() => Ok((file, path)),
-            Ok(_) => Err(ShardCheck::Missing("not a regular file".to_owned())),
-            Err(e) => Err(ShardCheck::Io(e)),
+        let root = Root::new(self.root.as_deref().unwrap_or(&self.dir))?;
+        match crate::fs::follow_link(&path, &root, &self.links)? {
+            LinkTarget::File { id, .. } => Ok((path, id)),
+            LinkTarget::Dir { .. } => Err(NotChecked::NotRegular(FileKind::Directory).into()),
         }
+    }
+
+    /// Open the shard `name` (a plain file name) under the link policy, as a regular file
+    /// that is still the one [`FsSource::resolve`] judged.
+    pub fn open(&self, name: &str) -> Result<std::fs::File, ReadError> {
+        let (path, expected) = self.resolve(name)?;
+        let file = crate::fs::open_regular(&path)?;
+        if file.id() != expected {
+            return Err(NotChecked::Changed.into());
+        }
+        Ok(file.into_parts().0)
     }
 }
 
 impl ShardSource for FsSource {
-    fn list(&self) -> io::Result<Vec<String>> {
+    fn list(&self) -> Result<Vec<String>, ReadError> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            if let Some(name) = entry.file_name().to_str() {
-                if name.ends_with(".safetensors") {
-                    out.push(name.to_owned());
-                }
+            let name = entry?.file_name();
+            if crate::fs::checkpoint_kind(&name) == Some(Checkpoint::Safetensors) {
+                out.push(crate::fs::name_for_listing(&name).into_owned());
             }
         }
         Ok(out)
     }
 
-    fn check(&self, name: &str, config: &Config) -> ShardCheck {
-        let (file, _) = match self.open(name) {
-            Ok(f) => f,
-            Err(c) => return c,
-        };
-        match crate::stream::validate_reader(io::BufReader::new(file), config) {
-            Ok(r) => ShardCheck::Valid(r),
-            Err(crate::stream::StreamError::Invalid(e)) => ShardCheck::Invalid(e),
-            Err(crate::stream::StreamError::Io(e)) => ShardCheck::Io(e),
-        }
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        let file = self.open(name)?;
+        crate::source::check_file(&file, config, self.mode, f)
     }
 }
 
@@ -385,7 +272,8 @@ pub fn check_shard_name(name: &str) -> Result<(), &'static str> {
 }
 
 /// The verdict on one shard named by the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ShardStatus {
     /// Valid.
     Valid,
@@ -408,6 +296,7 @@ impl ShardStatus {
 
 /// One shard named by the index.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ShardSummary {
     /// The name, as the index writes it.
     pub name: String,
@@ -417,7 +306,7 @@ pub struct ShardSummary {
     pub tensors: usize,
     /// Parameters in the shard (0 unless valid).
     pub parameters: u64,
-    /// Warnings of the shard's own validation.
+    /// Warnings of the shard's own check (as kept by its report).
     pub warnings: Vec<Finding>,
 }
 
@@ -425,8 +314,8 @@ pub struct ShardSummary {
 #[derive(Debug, Clone)]
 pub struct IndexReport {
     shards: Vec<ShardSummary>,
-    errors: Vec<IndexFinding>,
-    warnings: Vec<IndexFinding>,
+    errors: Vec<Finding>,
+    warnings: Vec<Finding>,
     omitted: usize,
     tensors: usize,
     totals: Vec<DtypeTotal>,
@@ -435,23 +324,25 @@ pub struct IndexReport {
 }
 
 impl IndexReport {
-    /// Whether the set is valid: no errors (warnings allowed, unless `deny_warnings` turned
-    /// them into errors).
+    /// Whether the set is valid: no errors (warnings allowed, unless denied).
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty() && self.omitted == 0
     }
 
-    /// The errors, index-level first, then per shard in the index's order.
-    pub fn errors(&self) -> &[IndexFinding] {
+    /// The errors, index-level first, then per shard in the index's order. Each is a
+    /// [`Finding`] whose [`Finding::location`] says whether its offset is into the index or
+    /// into the shard [`Finding::shard`]; `INDEX-SHARD-INVALID` carries the shard's own error
+    /// as [`Finding::cause`].
+    pub fn errors(&self) -> &[Finding] {
         &self.errors
     }
 
     /// The warnings (`INDEX-SHARD-UNLISTED`).
-    pub fn warnings(&self) -> &[IndexFinding] {
+    pub fn warnings(&self) -> &[Finding] {
         &self.warnings
     }
 
-    /// Findings left out beyond [`MAX_FINDINGS`].
+    /// Errors left out beyond [`MAX_FINDINGS`].
     pub fn omitted(&self) -> usize {
         self.omitted
     }
@@ -489,35 +380,21 @@ impl IndexReport {
     }
 }
 
-/// Checking could not finish because reading failed; says nothing about validity.
-#[derive(Debug)]
-pub struct IndexIoError {
-    /// The shard being read, or `None` for the directory listing.
-    pub shard: Option<String>,
-    /// The error.
-    pub error: io::Error,
-}
-
-impl fmt::Display for IndexIoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.shard {
-            Some(s) => write!(f, "shard \"{}\": {}", s.escape_debug(), self.error),
-            None => write!(f, "listing the directory: {}", self.error),
-        }
-    }
-}
-
-impl std::error::Error for IndexIoError {}
-
-struct Findings {
-    errors: Vec<IndexFinding>,
-    warnings: Vec<IndexFinding>,
+struct Findings<'c> {
+    config: &'c Config,
+    errors: Vec<Finding>,
+    warnings: Vec<Finding>,
     omitted: usize,
 }
 
-impl Findings {
-    fn push(&mut self, f: IndexFinding, config: &Config) {
-        let warning = f.rule().severity() == Severity::Warning && !config.deny_warnings;
+impl Findings<'_> {
+    fn push(&mut self, f: Finding) {
+        let rule = f.rule();
+        if self.config.allows(rule) {
+            return;
+        }
+        let warning =
+            rule.severity() == crate::rules::Severity::Warning && !self.config.denies(rule);
         let list = if warning {
             &mut self.warnings
         } else {
@@ -533,14 +410,43 @@ impl Findings {
 
 /// Check a sharded checkpoint: the index's bytes, and its shards through `source`.
 ///
-/// Returns the report (valid or not), or an I/O error if a shard or the directory listing
+/// Returns the report (valid or not), or a read error if a shard or the directory listing
 /// could not be read. Never panics.
 pub fn check_index(
     index: &[u8],
     source: &dyn ShardSource,
     config: &Config,
-) -> Result<IndexReport, IndexIoError> {
+) -> Result<IndexReport, ReadError> {
+    check_index_with(index, source, config, &mut |_, _| {})
+}
+
+/// What [`check_index_with`] hands over for each shard, in the index's order.
+#[derive(Debug, Clone, Copy)]
+pub enum ShardOutcome<'c, 'a> {
+    /// The shard was checked: its full result.
+    Checked(&'c Checked<'a>),
+    /// The shard was not checked: the finding that says why (`INDEX-SHARD-NAME`,
+    /// `INDEX-SHARD-MISSING`, `INDEX-SHARD-LINK`).
+    NotChecked(&'c Finding),
+}
+
+/// [`check_index`], handing each shard's outcome to `on_shard` (with the shard's name as the
+/// index writes it) as soon as it is known, for output; only a summary is kept.
+pub fn check_index_with(
+    index: &[u8],
+    source: &dyn ShardSource,
+    config: &Config,
+    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+) -> Result<IndexReport, ReadError> {
     let mut found = Findings {
+        config,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        omitted: 0,
+    };
+    // Findings about the shards' tensors, reported after those about the shards themselves.
+    let mut later = Findings {
+        config,
         errors: Vec::new(),
         warnings: Vec::new(),
         omitted: 0,
@@ -555,28 +461,42 @@ pub fn check_index(
         total_size: None,
         computed_size: None,
     };
-    let parsed = match parse(index, config) {
+    let (text, parsed) = match parse(index, config) {
         Ok(p) => p,
         Err(f) => {
-            found.push(*f, config);
+            found.push(*f);
             report.errors = found.errors;
             return Ok(report);
         }
     };
+    let Parsed {
+        entries,
+        shards,
+        total_size,
+    } = parsed;
+    // The lookup from tensor name to entry, built (with its exact size) when a shard is first
+    // valid: a set whose shards are all missing never pays for it.
+    let mut lookup: Option<KeyTable> = None;
 
-    // Distinct shard names, in order of first appearance, with the offset of that entry.
-    let mut shard_order: Vec<(&str, u64)> = Vec::new();
-    let mut seen_shard: HashSet<&str> = HashSet::new();
-    for e in &parsed.entries {
-        if seen_shard.insert(&e.shard) {
-            shard_order.push((&e.shard, e.offset));
-        }
-    }
+    // Per entry: whether the shard it names holds the tensor, and the first shard that does.
+    let mut in_own_shard = vec![false; entries.len()];
+    let mut home: Vec<u32> = Vec::new();
+    // Tensors of shards that weight_map does not list: their first shard.
+    let mut unlisted_home: HashMap<Box<str>, u32> = HashMap::new();
+    let entry_of = |lookup: &KeyTable, name: &str| -> Option<usize> {
+        let pos = lookup.find(text, name)?;
+        let pos = u32::try_from(pos).ok()?;
+        entries.binary_search_by_key(&pos, |e| e.key).ok()
+    };
 
-    // Check each shard.
-    let mut valid: HashMap<&str, Report<'static>> = HashMap::new();
+    let mut totals = crate::report::DtypeTotals::new();
+    let mut computed = 0u64;
     let mut all_valid = true;
-    for &(name, offset) in &shard_order {
+    let mut tensors = 0usize;
+    let mut statuses = Vec::with_capacity(shards.len());
+    for (id, shard) in shards.iter().enumerate() {
+        let name = &*shard.name;
+        let id = u32::try_from(id).unwrap_or(u32::MAX);
         let mut summary = ShardSummary {
             name: name.to_owned(),
             status: ShardStatus::Missing,
@@ -586,152 +506,182 @@ pub fn check_index(
         };
         if let Err(why) = check_shard_name(name) {
             all_valid = false;
-            found.push(
-                IndexFinding::index(Rule::IndexShardName, offset, why).shard(name),
-                config,
-            );
+            let f = Finding::new(Rule::IndexShardName, shard.offset, why)
+                .in_index()
+                .about_shard(name);
+            on_shard(name, ShardOutcome::NotChecked(&f));
+            found.push(f);
             report.shards.push(summary);
+            statuses.push(ShardStatus::Missing);
             continue;
         }
-        match source.check(name, config) {
-            ShardCheck::Valid(r) => {
-                summary.status = ShardStatus::Valid;
-                summary.tensors = r.len();
-                summary.parameters = r.parameters();
-                summary.warnings = r.warnings().to_vec();
-                valid.insert(name, r);
-            }
-            ShardCheck::Invalid(e) => {
-                all_valid = false;
-                summary.status = ShardStatus::Invalid;
-                let mut f = IndexFinding::index(
-                    Rule::IndexShardInvalid,
-                    offset,
-                    "shard is not a valid safetensors file",
-                )
-                .shard(name);
-                if let Some(t) = e.tensor() {
-                    f = f.tensor(t);
+        let mut visit = |checked: Checked<'_>| {
+            on_shard(name, ShardOutcome::Checked(&checked));
+            match checked.verdict {
+                Ok(r) => {
+                    summary.status = ShardStatus::Valid;
+                    summary.tensors = r.len();
+                    summary.parameters = r.parameters();
+                    summary.warnings = r.warnings().to_vec();
+                    let lookup = lookup.get_or_insert_with(|| {
+                        let mut table = KeyTable::with_capacity(entries.len());
+                        for e in &entries {
+                            if let Some(name) = json::string_at(text, e.key as usize) {
+                                table.insert(text, e.key as usize, &name);
+                            }
+                        }
+                        table
+                    });
+                    for t in r.tensors() {
+                        let entry = entry_of(lookup, t.name);
+                        let first = match entry {
+                            Some(e) => {
+                                if entries[e].shard == id {
+                                    in_own_shard[e] = true;
+                                }
+                                if home.is_empty() {
+                                    home = vec![u32::MAX; entries.len()];
+                                }
+                                let h = home[e];
+                                if h == u32::MAX {
+                                    home[e] = id;
+                                    None
+                                } else {
+                                    Some(h)
+                                }
+                            }
+                            None => match unlisted_home.get(t.name) {
+                                Some(&h) => Some(h),
+                                None => {
+                                    unlisted_home.insert(t.name.into(), id);
+                                    None
+                                }
+                            },
+                        };
+                        if let Some(first) = first {
+                            let first = shards.get(first as usize).map_or("", |s| &*s.name);
+                            later.push(
+                                Finding::new(
+                                    Rule::IndexTensorDuplicate,
+                                    t.header_offset,
+                                    format!("tensor is also in shard \"{}\"", first.escape_debug()),
+                                )
+                                .with_tensor(t.name)
+                                .in_shard(name),
+                            );
+                            continue;
+                        }
+                        tensors += 1;
+                        computed = computed.saturating_add(t.byte_len());
+                        totals.add(&t);
+                        if entry.is_none() {
+                            later.push(
+                                Finding::new(
+                                    Rule::IndexTensorUnlisted,
+                                    t.header_offset,
+                                    "tensor of the shard is not in weight_map",
+                                )
+                                .with_tensor(t.name)
+                                .in_shard(name),
+                            );
+                        }
+                    }
                 }
-                f.cause = Some(e);
-                found.push(f, config);
+                Err(e) => {
+                    summary.status = ShardStatus::Invalid;
+                    let mut f = Finding::new(
+                        Rule::IndexShardInvalid,
+                        shard.offset,
+                        "shard is not a valid safetensors file",
+                    )
+                    .in_index()
+                    .about_shard(name);
+                    if let Some(t) = e.tensor() {
+                        f = f.with_tensor(t);
+                    }
+                    found.push(f.with_cause(e));
+                }
             }
-            ShardCheck::Missing(why) => {
-                all_valid = false;
-                found.push(
-                    IndexFinding::index(Rule::IndexShardMissing, offset, why).shard(name),
-                    config,
-                );
-            }
-            ShardCheck::LeavesDirectory(why) => {
-                all_valid = false;
-                found.push(
-                    IndexFinding::index(Rule::IndexShardLink, offset, why).shard(name),
-                    config,
-                );
-            }
-            ShardCheck::Io(error) => {
-                return Err(IndexIoError {
-                    shard: Some(name.to_owned()),
-                    error,
-                })
+        };
+        match source.check(name, config, &mut visit) {
+            Ok(()) => {}
+            Err(e) => {
+                let rule = match e.kind() {
+                    ReadErrorKind::LinkNotFollowed => Rule::IndexShardLink,
+                    ReadErrorKind::NotFound
+                    | ReadErrorKind::NotRegular
+                    | ReadErrorKind::Loop
+                    | ReadErrorKind::Changed => Rule::IndexShardMissing,
+                    _ => return Err(e.with_shard(name)),
+                };
+                let f = Finding::new(rule, shard.offset, e.message())
+                    .in_index()
+                    .about_shard(name);
+                on_shard(name, ShardOutcome::NotChecked(&f));
+                found.push(f);
             }
         }
+        all_valid &= summary.status == ShardStatus::Valid;
+        statuses.push(summary.status);
         report.shards.push(summary);
     }
 
-    // Tensor membership, both ways, and duplicates across shards.
-    let weight_map: HashMap<&str, &Entry> = parsed
-        .entries
-        .iter()
-        .map(|e| (e.tensor.as_str(), e))
-        .collect();
-    let mut home: HashMap<&str, &str> = HashMap::new();
-    let mut totals = DtypeTotals::new();
-    let mut computed = 0u64;
-    for &(name, _) in &shard_order {
-        let Some(r) = valid.get(name) else { continue };
-        for t in r.tensors() {
-            if let Some(first) = home.get(t.name) {
-                found.push(
-                    IndexFinding::index(
-                        Rule::IndexTensorDuplicate,
-                        t.header_offset,
-                        format!("tensor is also in shard \"{}\"", first.escape_debug()),
-                    )
-                    .shard(name)
-                    .tensor(t.name)
-                    .in_shard(),
-                    config,
-                );
-                continue;
-            }
-            home.insert(t.name, name);
-            computed = computed.saturating_add(t.byte_len());
-            totals.add(&t);
-            if !weight_map.contains_key(t.name) {
-                found.push(
-                    IndexFinding::index(
-                        Rule::IndexTensorUnlisted,
-                        t.header_offset,
-                        "tensor of the shard is not in weight_map",
-                    )
-                    .shard(name)
-                    .tensor(t.name)
-                    .in_shard(),
-                    config,
-                );
-            }
-        }
+    found.omitted += later.omitted;
+    for f in later.errors.into_iter().chain(later.warnings) {
+        found.push(f);
     }
-    for e in &parsed.entries {
-        let Some(r) = valid.get(e.shard.as_str()) else {
-            continue;
-        };
-        if r.tensor(&e.tensor).is_some() {
+
+    // weight_map entries whose shard is valid but does not hold the tensor.
+    for (i, e) in entries.iter().enumerate() {
+        if statuses.get(e.shard as usize) != Some(&ShardStatus::Valid) || in_own_shard[i] {
             continue;
         }
-        let message = match home.get(e.tensor.as_str()) {
-            Some(other) => format!(
+        let tensor = json::string_at(text, e.key as usize).unwrap_or_default();
+        let message = match home.get(i).filter(|&&h| h != u32::MAX) {
+            Some(&h) => format!(
                 "weight_map puts the tensor in this shard, but it is in shard \"{}\"",
-                other.escape_debug()
+                shards
+                    .get(h as usize)
+                    .map_or("", |s| &*s.name)
+                    .escape_debug()
             ),
             None => "weight_map puts the tensor in this shard, which does not hold it".to_owned(),
         };
+        let shard = shards.get(e.shard as usize).map_or("", |s| &*s.name);
         found.push(
-            IndexFinding::index(Rule::IndexTensorMissing, e.offset, message)
-                .shard(&e.shard)
-                .tensor(&e.tensor),
-            config,
+            Finding::new(Rule::IndexTensorMissing, u64::from(e.key), message)
+                .in_index()
+                .about_shard(shard)
+                .with_tensor(&tensor),
         );
     }
 
     // metadata.total_size.
-    if let Some((value, offset)) = &parsed.total_size {
-        match value.as_u64() {
-            None => found.push(
-                IndexFinding::index(
+    if let Some((value, offset)) = &total_size {
+        match value {
+            TotalSize::NotInteger(raw) => found.push(
+                Finding::new(
                     Rule::IndexTotalSize,
                     *offset,
                     format!(
                         "metadata.total_size is {}, not a non-negative JSON integer",
-                        crate::report::clip(&value.to_string())
+                        crate::report::clip(raw)
                     ),
-                ),
-                config,
+                )
+                .in_index(),
             ),
-            Some(declared) => {
-                report.total_size = Some(declared);
-                if all_valid && declared != computed {
+            TotalSize::Integer(declared) => {
+                report.total_size = Some(*declared);
+                if all_valid && *declared != computed {
                     found.push(
-                        IndexFinding::index(
+                        Finding::new(
                             Rule::IndexTotalSize,
                             *offset,
                             format!(
                                 "metadata.total_size is {declared}, but the tensors of the shards take {computed} bytes"
                             ),
-                        ),
-                        config,
+                        )
+                        .in_index(),
                     );
                 }
             }
@@ -742,25 +692,23 @@ pub fn check_index(
     }
 
     // Shards in the directory that the index does not name.
-    let mut listed = source
-        .list()
-        .map_err(|error| IndexIoError { shard: None, error })?;
+    let mut listed = source.list()?;
     listed.sort();
     for name in listed {
-        if !seen_shard.contains(name.as_str()) {
+        if !shards.iter().any(|s| *s.name == *name) {
             found.push(
-                IndexFinding::index(
+                Finding::new(
                     Rule::IndexShardUnlisted,
                     0,
                     "a .safetensors file in the index's directory that the index does not name",
                 )
-                .shard(&name),
-                config,
+                .in_index()
+                .about_shard(&name),
             );
         }
     }
 
-    report.tensors = home.len();
+    report.tensors = tensors;
     report.totals = totals.finish();
     report.errors = found.errors;
     report.warnings = found.warnings;
@@ -770,162 +718,132 @@ pub fn check_index(
 
 // ---------------------------------------------------------------------------------------------
 // Parsing the index.
+//
+// What is kept per weight_map entry is 8 bytes (the key's position and the shard's number)
+// plus a slot of the key table (about 5 bytes): names are read again from the index text.
 
-#[derive(Debug)]
+/// One weight_map entry.
+#[derive(Debug, Clone, Copy)]
 struct Entry {
-    tensor: String,
-    shard: String,
-    /// Offset of the tensor's key in the index.
+    /// The index of the tensor name's opening quote in the index text.
+    key: u32,
+    /// The shard's number in [`Parsed::shards`].
+    shard: u32,
+}
+
+/// A distinct shard name, with the offset of the first entry naming it.
+#[derive(Debug)]
+struct Shard {
+    name: Box<str>,
     offset: u64,
 }
 
 #[derive(Debug)]
+enum TotalSize {
+    Integer(u64),
+    /// Not a non-negative integer: the value's text.
+    NotInteger(String),
+}
+
+#[derive(Debug)]
 struct Parsed {
+    /// In index order (increasing `key`).
     entries: Vec<Entry>,
-    total_size: Option<(serde_json::Value, u64)>,
+    shards: Vec<Shard>,
+    total_size: Option<(TotalSize, u64)>,
 }
 
 struct State<'a> {
     text: &'a str,
-    /// The offset of the last key whose position is known: the fallback for escaped keys.
-    last: u64,
-    pending: Option<IndexFinding>,
-    entries: Vec<Entry>,
+    pending: Option<Finding>,
+    root: KeyCursor,
     weight_map: bool,
-    total_size: Option<(serde_json::Value, u64)>,
+    entries: Vec<Entry>,
+    shards: Vec<Shard>,
+    shard_ids: HashMap<Box<str>, u32>,
+    total_size: Option<(TotalSize, u64)>,
 }
 
 impl State<'_> {
-    /// Offset of a key borrowed from the text (its opening quote); the last known offset
-    /// for a key that had escapes (and so was copied).
-    fn offset_of(&mut self, key: &str) -> u64 {
-        // A key copied out of the text (it had escapes) points elsewhere and keeps the
-        // fallback.
-        let base = self.text.as_ptr() as usize;
-        let p = key.as_ptr() as usize;
-        if p > base && p <= base + self.text.len() {
-            self.last = (p - base - 1) as u64;
-        }
-        self.last
-    }
-
-    fn fail<E: de::Error>(&mut self, f: IndexFinding) -> E {
-        self.pending = Some(f);
+    fn fail<E: de::Error>(&mut self, f: Finding) -> E {
+        self.pending = Some(f.in_index());
         E::custom("")
     }
 }
 
-fn parse(bytes: &[u8], config: &Config) -> Result<Parsed, Box<IndexFinding>> {
+fn index_json(offset: usize, message: impl Into<String>) -> Box<Finding> {
+    Box::new(Finding::new(Rule::IndexJson, offset as u64, message).in_index())
+}
+
+fn parse<'t>(bytes: &'t [u8], config: &Config) -> Result<(&'t str, Parsed), Box<Finding>> {
     let n = bytes.len() as u64;
-    if n > config.max_header_size {
-        return Err(Box::new(IndexFinding::index(
-            Rule::IndexJson,
+    if n > config.header_limit() {
+        return Err(index_json(
             0,
             format!(
                 "index is {n} bytes, above the limit of {} bytes",
-                config.max_header_size
+                config.header_limit()
             ),
-        )));
+        ));
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        Box::new(IndexFinding::index(
-            Rule::IndexJson,
-            e.valid_up_to() as u64,
-            "index is not valid UTF-8",
-        ))
-    })?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| index_json(e.valid_up_to(), "index is not valid UTF-8"))?;
     if text.starts_with('\u{feff}') {
-        return Err(Box::new(IndexFinding::index(
-            Rule::IndexJson,
+        return Err(index_json(
             0,
             "index starts with a byte-order mark (U+FEFF)",
-        )));
+        ));
     }
-    // Syntax, depth, trailing bytes and duplicate keys at every level, with the header's
-    // own stage-1 walker (its offsets count from the header start, 8).
-    if let Some(f) = crate::header::first_malformed(text) {
-        return Err(Box::new(IndexFinding::index(
-            Rule::IndexJson,
-            f.offset().saturating_sub(crate::header::HEADER_START),
-            f.message().replace("header object", "index object"),
-        )));
+    // Syntax, depth, trailing bytes and duplicate keys at every level.
+    if let Some((fault, at)) = json::first_fault(text) {
+        let message = match fault {
+            Syntax::Invalid(m) => format!("invalid JSON: {m}"),
+            Syntax::Trailing => "bytes other than JSON whitespace after the index object".into(),
+            Syntax::Depth => format!(
+                "JSON nesting reaches {} levels (at most {} are followed)",
+                crate::limits::MAX_JSON_DEPTH,
+                crate::limits::MAX_JSON_DEPTH - 1
+            ),
+            Syntax::DuplicateKey(k) => format!("duplicate key \"{}\"", k.escape_debug()),
+        };
+        return Err(index_json(at, message));
     }
+    let open = text
+        .bytes()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(0);
     let mut st = State {
         text,
-        last: 0,
         pending: None,
-        entries: Vec::new(),
+        root: KeyCursor::new(open),
         weight_map: false,
+        entries: Vec::new(),
+        shards: Vec::new(),
+        shard_ids: HashMap::new(),
         total_size: None,
     };
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = (&mut de).deserialize_any(RootVisitor { st: &mut st });
-    if let Err(e) = result {
-        return Err(Box::new(st.pending.take().unwrap_or_else(|| {
-            IndexFinding::index(Rule::IndexJson, st.last, format!("invalid JSON: {e}"))
-        })));
+    if let Err(e) = (&mut de).deserialize_any(RootVisitor { st: &mut st }) {
+        let at = json::error_pos(text, &e);
+        return Err(Box::new(
+            st.pending
+                .take()
+                .unwrap_or_else(|| *index_json(at, format!("invalid JSON: {e}"))),
+        ));
     }
     if !st.weight_map {
-        return Err(Box::new(IndexFinding::index(
-            Rule::IndexSchema,
-            0,
-            "index has no \"weight_map\" object",
-        )));
+        return Err(Box::new(
+            Finding::new(Rule::IndexSchema, 0, "index has no \"weight_map\" object").in_index(),
+        ));
     }
-    Ok(Parsed {
-        entries: st.entries,
-        total_size: st.total_size,
-    })
-}
-
-struct Key<'a>(Cow<'a, str>);
-
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Key<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Key<'de>, D::Error> {
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(v.to_owned())))
-    }
-}
-
-/// Describes a JSON value that is not what the schema wants, without descending into it.
-macro_rules! reject_others {
-    ($what:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Err(self.wrong("a boolean", $what))
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Err(self.wrong("a number", $what))
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Err(self.wrong("a number", $what))
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Err(self.wrong("a number", $what))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Err(self.wrong("null", $what))
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
-            Err(self.wrong("an array", $what))
-        }
-    };
+    Ok((
+        text,
+        Parsed {
+            entries: st.entries,
+            shards: st.shards,
+            total_size: st.total_size,
+        },
+    ))
 }
 
 struct RootVisitor<'s, 'a> {
@@ -933,13 +851,15 @@ struct RootVisitor<'s, 'a> {
 }
 
 impl RootVisitor<'_, '_> {
-    fn wrong<E: de::Error>(self, got: &str, _: &str) -> E {
-        let f = IndexFinding::index(
+    fn quote(&self, _: &str) -> Option<u64> {
+        None
+    }
+    fn reject<E: de::Error>(self, got: &str, _: Option<u64>) -> E {
+        self.st.fail(Finding::new(
             Rule::IndexSchema,
             0,
             format!("index is {got}, not a JSON object"),
-        );
-        self.st.fail(f)
+        ))
     }
 }
 
@@ -948,25 +868,29 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the index object")
     }
-    reject_others!("object");
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Err(self.wrong("a string", "object"))
-    }
+    reject_types!('de; bool, number, null, array, string);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(Key(key)) = map.next_key_seed(KeySeed)? {
-            let at = self.st.offset_of(&key);
+        let st = self.st;
+        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
+            let quote = st.root.next(st.text, &key);
+            let at = quote.map_or(0, |q| q as u64);
             match &*key {
                 "weight_map" => {
-                    self.st.weight_map = true;
+                    let open = quote.and_then(|q| KeyCursor::value_start(st.text, q));
                     map.next_value_seed(WeightMapSeed {
-                        st: &mut *self.st,
+                        st: &mut *st,
                         at,
+                        open,
                     })?;
                 }
-                "metadata" => map.next_value_seed(MetadataSeed {
-                    st: &mut *self.st,
-                    at,
-                })?,
+                "metadata" => {
+                    let open = quote.and_then(|q| KeyCursor::value_start(st.text, q));
+                    map.next_value_seed(MetadataSeed {
+                        st: &mut *st,
+                        at,
+                        open,
+                    })?
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -979,11 +903,15 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
 struct WeightMapSeed<'s, 'a> {
     st: &'s mut State<'a>,
     at: u64,
+    open: Option<usize>,
 }
 
 impl WeightMapSeed<'_, '_> {
-    fn wrong<E: de::Error>(self, got: &str, _: &str) -> E {
-        let f = IndexFinding::index(
+    fn quote(&self, _: &str) -> Option<u64> {
+        None
+    }
+    fn reject<E: de::Error>(self, got: &str, _: Option<u64>) -> E {
+        let f = Finding::new(
             Rule::IndexSchema,
             self.at,
             format!("\"weight_map\" is {got}, not an object"),
@@ -1004,24 +932,46 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_, 'de> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the weight_map object")
     }
-    reject_others!("object");
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Err(self.wrong("a string", "object"))
-    }
+    reject_types!('de; bool, number, null, array, string);
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(Key(key)) = map.next_key_seed(KeySeed)? {
-            let at = self.st.offset_of(&key);
+        let st = self.st;
+        let mut cursor = self.open.map(KeyCursor::new);
+        let mut last = self.at;
+        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
+            let quote = cursor.as_mut().and_then(|c| c.next(st.text, &key));
+            let at = quote.map_or(last, |q| q as u64);
+            last = at;
             let shard = map.next_value_seed(ShardValueSeed {
-                st: &mut *self.st,
+                st: &mut *st,
                 tensor: &key,
                 at,
             })?;
-            self.st.entries.push(Entry {
-                tensor: key.into_owned(),
-                shard,
-                offset: at,
+            // Keys are unique (the stage-1 walk rejected repeats): only their positions are kept.
+            let (Some(_), Ok(key_pos)) = (quote, u32::try_from(at)) else {
+                return Err(st.fail(Finding::new(
+                    Rule::IndexJson,
+                    at,
+                    "index too large to index",
+                )));
+            };
+            let id = match st.shard_ids.get(&*shard) {
+                Some(&id) => id,
+                None => {
+                    let id = u32::try_from(st.shards.len()).unwrap_or(u32::MAX);
+                    st.shard_ids.insert(shard.clone().into_boxed_str(), id);
+                    st.shards.push(Shard {
+                        name: shard.into_boxed_str(),
+                        offset: at,
+                    });
+                    id
+                }
+            };
+            st.entries.push(Entry {
+                key: key_pos,
+                shard: id,
             });
         }
+        st.weight_map = true;
         Ok(())
     }
 }
@@ -1033,13 +983,13 @@ struct ShardValueSeed<'s, 'a, 'k> {
 }
 
 impl ShardValueSeed<'_, '_, '_> {
-    fn wrong<E: de::Error>(self, got: &str, _: &str) -> E {
-        let f = IndexFinding::index(
+    fn reject<E: de::Error>(self, got: &str, _: Option<u64>) -> E {
+        let f = Finding::new(
             Rule::IndexSchema,
             self.at,
             format!("weight_map value is {got}, not a shard file name (a string)"),
         )
-        .tensor(self.tensor);
+        .with_tensor(self.tensor);
         self.st.fail(f)
     }
 }
@@ -1056,23 +1006,24 @@ impl<'de> Visitor<'de> for ShardValueSeed<'_, 'de, '_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a shard file name")
     }
-    reject_others!("string");
+    reject_types!('de; bool, number, null, array, object);
     fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
         Ok(v.to_owned())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<String, A::Error> {
-        Err(self.wrong("an object", "string"))
     }
 }
 
 struct MetadataSeed<'s, 'a> {
     st: &'s mut State<'a>,
     at: u64,
+    open: Option<usize>,
 }
 
 impl MetadataSeed<'_, '_> {
-    fn wrong<E: de::Error>(self, got: &str, _: &str) -> E {
-        let f = IndexFinding::index(
+    fn quote(&self, _: &str) -> Option<u64> {
+        None
+    }
+    fn reject<E: de::Error>(self, got: &str, _: Option<u64>) -> E {
+        let f = Finding::new(
             Rule::IndexSchema,
             self.at,
             format!("\"metadata\" is {got}, not an object"),
@@ -1088,23 +1039,111 @@ impl<'de> DeserializeSeed<'de> for MetadataSeed<'_, 'de> {
     }
 }
 
+/// The longest `total_size` value text parsed as JSON to describe it; a longer one is not an
+/// integer anyway and is shown clipped.
+const TOTAL_SIZE_TEXT: usize = 64;
+
 impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the metadata object")
     }
-    reject_others!("object");
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Err(self.wrong("a string", "object"))
+    reject_types!('de; bool, number, null, array, string);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.st;
+        let mut cursor = self.open.map(KeyCursor::new);
+        let mut last = self.at;
+        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
+            let quote = cursor.as_mut().and_then(|c| c.next(st.text, &key));
+            let at = quote.map_or(last, |q| q as u64);
+            last = at;
+            map.next_value::<IgnoredAny>()?;
+            if key == "total_size" {
+                let raw = quote
+                    .and_then(|q| KeyCursor::value_start(st.text, q))
+                    .and_then(|v| json::value_text(st.text, v))
+                    .unwrap_or("");
+                let value = if raw.len() <= TOTAL_SIZE_TEXT {
+                    match serde_json::from_str::<serde_json::Value>(raw) {
+                        Ok(v) => match v.as_u64() {
+                            Some(n) => TotalSize::Integer(n),
+                            None => TotalSize::NotInteger(v.to_string()),
+                        },
+                        Err(_) => TotalSize::NotInteger(raw.to_owned()),
+                    }
+                } else {
+                    TotalSize::NotInteger(crate::report::clip(raw).into_owned())
+                };
+                st.total_size = Some((value, at));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The distinct shard names an index names, in order of first appearance; none if the index
+/// is not a JSON object with a `weight_map` of strings. For planning (a file that is a shard is
+/// checked with its index): one light pass that keeps only the distinct names, without the
+/// checks of [`check_index`].
+pub fn shard_names(index: &[u8], config: &Config) -> Vec<String> {
+    if index.len() as u64 > config.header_limit() {
+        return Vec::new();
+    }
+    let Ok(text) = std::str::from_utf8(index) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = (&mut de).deserialize_map(NamesRoot { out: &mut names });
+    names
+}
+
+struct NamesRoot<'o> {
+    out: &'o mut Vec<String>,
+}
+
+impl<'de> Visitor<'de> for NamesRoot<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an index object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(Key(key)) = map.next_key_seed(KeySeed)? {
-            let at = self.st.offset_of(&key);
-            if key == "total_size" {
-                let v: serde_json::Value = map.next_value()?;
-                self.st.total_size = Some((v, at));
+        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
+            if key == "weight_map" {
+                map.next_value_seed(NamesMap {
+                    out: &mut *self.out,
+                })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct NamesMap<'o> {
+    out: &'o mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for NamesMap<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NamesMap<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a weight_map object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            let Text(name) = map.next_value_seed(TextSeed)?;
+            if !seen.contains(&*name) {
+                seen.insert(name.clone().into_owned());
+                self.out.push(name.into_owned());
             }
         }
         Ok(())

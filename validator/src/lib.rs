@@ -11,6 +11,16 @@
 //!
 //! let err = stcheck::validate(&file[..20], &stcheck::Config::default()).unwrap_err();
 //! assert_eq!(err.rule().id(), "FRAME-HEADER-BOUNDS");
+//!
+//! // The same file fed in pieces, with the deep scan and the hash.
+//! let config = stcheck::Config::default().deep(true).sha256(true);
+//! let mut checker = stcheck::Checker::new(&config);
+//! for piece in file.chunks(5) {
+//!     checker.feed(piece);
+//! }
+//! let checked = checker.finish();
+//! assert!(checked.is_valid());
+//! assert!(checked.sha256.is_some());
 //! ```
 //!
 //! Checking happens in two stages, as in wasmparser. Stage 1, *framing*, can only find a file
@@ -20,66 +30,53 @@
 //! first malformed fault. Every finding names a rule of `SPEC.md` ([`Rule`]), a byte offset
 //! into the file and, where one applies, the tensor.
 //!
-//! The crate forbids `unsafe`; memory-mapping lives in the binary.
-#![forbid(unsafe_code)]
+//! One [`Checker`] owns the order of the stages, the deep scan, the hash, the warning caps and
+//! `deny_warnings`; every entry point — [`validate`], [`check_file`], [`check_reader`], the
+//! shards of a sharded checkpoint ([`index`]) — is a thin source of bytes for it.
+//!
+//! The crate denies `unsafe` code, except the one memory-map call in [`map`], documented
+//! where it stands.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod check;
 pub mod deep;
-pub mod dtype;
-pub mod error;
-pub mod frame;
-#[doc(hidden)]
-pub mod fuzzing;
+mod dtype;
+mod error;
+mod frame;
+pub mod fs;
 mod header;
-#[doc(hidden)]
-pub use header::fast::{header_fast_vs_slow, FastVsSlow};
 pub mod index;
+#[doc(hidden)]
+pub mod internal;
+mod json;
 pub mod json_out;
 pub mod limits;
 mod magic;
-pub mod names;
-/// The reference profile.
+mod names;
 pub mod reference;
-pub mod report;
-pub mod rules;
-pub mod size;
-/// The streaming validator.
-pub mod stream;
-/// The canonical writer.
+mod report;
+mod rules;
+mod size;
+mod source;
+pub mod wire;
 pub mod write;
 
+pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
-pub use error::{Error, Finding, Warning};
+pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, Warning};
 pub use header::MetadataForm;
 pub use limits::Config;
+pub use names::escape;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
+pub use source::{check_file, check_reader, map, Mapped, ReadMode};
 
-/// Validate a whole file held in memory (or memory-mapped) under the strict profile.
+/// Validate a whole file held in memory (or memory-mapped) under `config`.
 ///
 /// Returns the report of a valid file, or the first error: malformed faults before invalid
-/// ones, each kind in file order, errors before warnings promoted by `deny_warnings`.
+/// ones, each kind in file order, errors before warnings promoted by `deny_warnings`. For the
+/// deep scan's counts and the hash, use [`Checker::check_slice`].
 pub fn validate<'a>(file: &'a [u8], config: &Config) -> Result<Report<'a>, Error> {
-    let file_len = file.len() as u64;
-    let n = frame::check_length(file, file_len, config)?;
-    // check_length proved 8 + n <= file.len(), so both conversions and the slice hold.
-    let end =
-        frame::LENGTH_FIELD + usize::try_from(n).map_err(|_| frame::bounds_error(n, file_len))?;
-    let header = file
-        .get(frame::LENGTH_FIELD..end)
-        .ok_or_else(|| frame::bounds_error(n, file_len))?;
-    let report = validate_header(header, config)?;
-    report.check_data_len(file_len - end as u64)?;
-    report.finish(config)
-}
-
-/// Stages 1 and 2 on the header bytes alone (the N bytes after the length field), without the
-/// data-length check: the streaming validator's entry point, and the header benchmark's.
-pub fn validate_header<'a>(header: &'a [u8], _config: &Config) -> Result<Report<'a>, Error> {
-    let n = header.len() as u64;
-    let (text, mut warnings) = frame::header_text(header)?;
-    let parsed = header::parse(text)?;
-    warnings.extend(frame::align_warning(n));
-    warnings.extend(frame::padding_warning(header));
-    Report::from_parsed(n, parsed, warnings)
+    Checker::check_slice(config, file).verdict
 }

@@ -5,6 +5,16 @@
 /// caller that knows what it does: memory use grows with it, see below).
 pub const DEFAULT_MAX_HEADER_SIZE: u64 = 100_000_000;
 
+/// The largest header length any configuration accepts: 2^31 - 1 bytes. Positions in the header
+/// are kept as 32-bit numbers (half the size of the per-tensor records), and no real header
+/// comes within a factor of 20 of it. [`Config::max_header_size`] above it acts as this.
+pub const MAX_HEADER_SIZE_CEILING: u64 = (1 << 31) - 1;
+
+/// How many warnings of one rule a report keeps, by default: the first ones in file order.
+/// The exact count of every rule is kept beside them ([`crate::Report::warning_counts`]), so a
+/// header with a million suspicious names costs a hundred findings, not a million.
+pub const DEFAULT_MAX_WARNINGS_PER_RULE: usize = 100;
+
 /// The nesting level at which stage 1 reports `JSON-DEPTH`: 127 nested arrays or objects are
 /// followed, the 128th is rejected. This is serde_json's fixed recursion limit; the schema
 /// itself never nests deeper than 3 (root object, entry object, shape array), so every deeper
@@ -21,23 +31,59 @@ pub const HEAD_LEN: usize = 512;
 pub const STREAM_BUFFER_SIZE: usize = 1 << 20;
 
 /// Memory bound, documented for users: validating a header of N bytes allocates at most about
-/// 4 x N bytes beyond the header itself (one record of about 64 bytes per tensor, whose JSON
-/// entry takes at least 40 bytes, and 8 bytes per shape dimension, whose JSON takes at least
-/// 2 bytes), plus the input when it is not memory-mapped.
-pub const MEMORY_FACTOR_PER_HEADER_BYTE: u64 = 4;
+/// 2 x N bytes beyond the header itself: a 48-byte record per tensor (whose JSON entry takes at
+/// least 40 bytes), 8 bytes per shape dimension (whose JSON takes at least 2 bytes), about 6
+/// bytes per object key for the duplicate-key tables (a key with its value takes at least 6),
+/// and a bounded number of warnings ([`DEFAULT_MAX_WARNINGS_PER_RULE`] per rule). The header
+/// itself is mapped or, when read, held once. `benches/memory.sh` measures it.
+pub const MEMORY_FACTOR_PER_HEADER_BYTE: u64 = 2;
 
-/// The options of the validator. `Config::default()` is the strict profile.
+/// The largest standard input stcheck copies to a temporary file for a check that needs the
+/// whole file at once (the reference crate's verdict): 64 GiB. Above it the input is not
+/// checked (a read error, never a verdict). The copy lives on disk, never in memory.
+pub const DEFAULT_MAX_SPILL: u64 = 64 << 30;
+
+/// The options of the validator. `Config::default()` is the strict profile, header checks only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
-    /// Largest header length N accepted, in bytes. Default: [`DEFAULT_MAX_HEADER_SIZE`].
+    /// Largest header length N accepted, in bytes. Default: [`DEFAULT_MAX_HEADER_SIZE`];
+    /// values above [`MAX_HEADER_SIZE_CEILING`] act as the ceiling.
     pub max_header_size: u64,
     /// Turn every warning into an error (the first warning in file order is reported).
     /// Default: `false`.
     pub deny_warnings: bool,
-    /// With the deep scan, make any NaN or infinity an error (`DATA-NONFINITE`).
+    /// Make any NaN or infinity an error (`DATA-NONFINITE`); implies the deep scan.
     /// Default: `false`.
     pub deny_nonfinite: bool,
+    /// Scan the tensor data: BOOL bytes, NaN/Inf counts, polyglot signatures (`DATA-*`).
+    /// Every byte of the file is read. Default: `false`.
+    pub deep: bool,
+    /// Compute the SHA-256 of the whole file, in the same pass as the deep scan. Every byte
+    /// of the file is read. Default: `false`.
+    pub sha256: bool,
+    /// Threads to split one mapped file's deep scan across; 0 or 1 = single-threaded. With
+    /// `sha256`, one of them hashes while the others scan. Results are identical to the
+    /// single-threaded scan. Read and streamed input is scanned on one thread. Default: 0.
+    pub threads: usize,
+    /// The smallest share of the data region worth a thread of its own; 0 means
+    /// [`crate::deep::DEFAULT_MIN_BYTES_PER_THREAD`]. Default: 0.
+    pub min_bytes_per_thread: u64,
+    /// How many warnings of each rule a report keeps (the first ones in file order; the
+    /// count of all is kept). Default: [`DEFAULT_MAX_WARNINGS_PER_RULE`].
+    pub max_warnings_per_rule: usize,
+    /// Also run the reference crate (`safetensors` 0.8.0) on the file, for its verdict. It
+    /// needs the whole file as one buffer (mapped, read, or for a stream copied to a
+    /// temporary file). Default: `false`.
+    pub reference: bool,
+    /// The largest stream copied to a temporary file when a check needs the whole file at
+    /// once. Default: [`DEFAULT_MAX_SPILL`].
+    pub max_spill: u64,
+    /// Warning rules made errors, one by one (`--deny RULE`). Default: none.
+    pub deny: Vec<crate::Rule>,
+    /// Warning rules not reported at all (`--allow RULE`); an error rule here has no effect.
+    /// Default: none.
+    pub allow: Vec<crate::Rule>,
 }
 
 impl Default for Config {
@@ -46,6 +92,15 @@ impl Default for Config {
             max_header_size: DEFAULT_MAX_HEADER_SIZE,
             deny_warnings: false,
             deny_nonfinite: false,
+            deep: false,
+            sha256: false,
+            threads: 0,
+            min_bytes_per_thread: 0,
+            max_warnings_per_rule: DEFAULT_MAX_WARNINGS_PER_RULE,
+            reference: false,
+            max_spill: DEFAULT_MAX_SPILL,
+            deny: Vec::new(),
+            allow: Vec::new(),
         }
     }
 }
@@ -72,5 +127,70 @@ impl Config {
     pub fn deny_nonfinite(mut self, yes: bool) -> Self {
         self.deny_nonfinite = yes;
         self
+    }
+
+    /// Set [`Config::deep`].
+    pub fn deep(mut self, yes: bool) -> Self {
+        self.deep = yes;
+        self
+    }
+
+    /// Set [`Config::sha256`].
+    pub fn sha256(mut self, yes: bool) -> Self {
+        self.sha256 = yes;
+        self
+    }
+
+    /// Set [`Config::threads`].
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// Set [`Config::min_bytes_per_thread`].
+    pub fn min_bytes_per_thread(mut self, bytes: u64) -> Self {
+        self.min_bytes_per_thread = bytes;
+        self
+    }
+
+    /// Set [`Config::max_warnings_per_rule`].
+    pub fn max_warnings_per_rule(mut self, n: usize) -> Self {
+        self.max_warnings_per_rule = n;
+        self
+    }
+
+    /// Set [`Config::reference`].
+    pub fn reference(mut self, yes: bool) -> Self {
+        self.reference = yes;
+        self
+    }
+
+    /// Set [`Config::max_spill`].
+    pub fn max_spill(mut self, bytes: u64) -> Self {
+        self.max_spill = bytes;
+        self
+    }
+
+    /// Whether the check reads every byte of the file (deep scan, hash, or denied non-finite
+    /// values, which imply the deep scan).
+    pub fn reads_data(&self) -> bool {
+        self.deep || self.sha256 || self.deny_nonfinite
+    }
+
+    /// Whether a warning of `rule` is an error under this configuration (`deny_warnings`, or
+    /// the rule denied by name): the one place where warnings become errors.
+    pub fn denies(&self, rule: crate::Rule) -> bool {
+        rule.severity() == crate::Severity::Warning
+            && (self.deny_warnings || self.deny.contains(&rule))
+    }
+
+    /// Whether a warning of `rule` is hidden (allowed by name).
+    pub fn allows(&self, rule: crate::Rule) -> bool {
+        rule.severity() == crate::Severity::Warning && self.allow.contains(&rule)
+    }
+
+    /// The header length limit in force: [`Config::max_header_size`], at most the ceiling.
+    pub fn header_limit(&self) -> u64 {
+        self.max_header_size.min(MAX_HEADER_SIZE_CEILING)
     }
 }

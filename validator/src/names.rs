@@ -6,9 +6,6 @@ use std::fmt::Write as _;
 
 use crate::rules::Rule;
 
-/// The Unicode version [`is_default_ignorable`] follows.
-pub const UNICODE_VERSION: &str = "17.0.0";
-
 /// The code points with the property `Default_Ignorable_Code_Point`, as listed in the Unicode
 /// Character Database's `DerivedCoreProperties-17.0.0.txt` (unchanged since Unicode 16.0), with
 /// adjacent ranges merged (`180B..180D` + `180E` + `180F`, `2060..2064` + `2065` + `2066..206F`,
@@ -34,9 +31,9 @@ const DEFAULT_IGNORABLE: &[(char, char)] = &[
     ('\u{e0000}', '\u{e0fff}'), // tags (E0001, E0020..E007F), VARIATION SELECTOR-17..256
 ];
 
-/// Whether `c` has the Unicode property `Default_Ignorable_Code_Point` (Unicode
-/// [`UNICODE_VERSION`]): characters that render as nothing when a font has no glyph for them.
-pub fn is_default_ignorable(c: char) -> bool {
+/// Whether `c` has the Unicode property `Default_Ignorable_Code_Point` (Unicode 17.0.0):
+/// characters that render as nothing when a font has no glyph for them.
+pub(crate) fn is_default_ignorable(c: char) -> bool {
     let i = DEFAULT_IGNORABLE.partition_point(|&(_, last)| last < c);
     DEFAULT_IGNORABLE
         .get(i)
@@ -64,39 +61,32 @@ pub fn is_path_like(name: &str) -> bool {
         || name.split(['/', '\\']).any(|segment| segment == "..")
 }
 
-/// Whether [`escape`] writes `c` as `\u{..}`.
-fn needs_escape(c: char) -> bool {
-    is_control(c) || is_default_ignorable(c)
-}
-
-/// Untrusted text (a tensor name, a file path, a metadata value) made safe for one line of
-/// human output: every character of `NAME-CONTROL` (C0 and C1 controls, including U+0085,
-/// and U+2028, U+2029) and every default-ignorable code point (bidi controls U+202A-U+202E and
-/// U+2066-U+2069, zero-width characters, the soft hyphen, tag characters, ...) is written as
-/// `\u{hex}`, and `\` and `"` as `\\` and `\"`, so the result can stand between double quotes
-/// and maps back to exactly one text. Borrows `s` when nothing needs escaping.
+/// Untrusted text (a tensor name, a file path, a message quoting a file) made safe for one
+/// line of human output: every character that `char::escape_debug` escapes (quotes,
+/// backslashes, control characters including U+0085, U+2028 and U+2029, and other
+/// non-printable characters) and every default-ignorable code point ([`is_invisible`]: bidi
+/// controls U+202A-U+202E and U+2066-U+2069, zero-width characters, the soft hyphen, tag
+/// characters, ...) is written as an escape, so the text can neither break the line nor hide
+/// what it is, and maps back to exactly one text. Borrows `s` when nothing needs escaping.
 ///
 /// ```
-/// use stcheck::names::escape;
+/// use stcheck::escape;
 /// assert_eq!(escape("model.weight"), "model.weight");
-/// assert_eq!(escape("a\u{202e}b\nc"), r"a\u{202e}b\u{a}c");
+/// assert_eq!(escape("a\u{202e}b\nc\u{ad}"), r"a\u{202e}b\nc\u{ad}");
 /// assert_eq!(escape(r#"say "\""#), r#"say \"\\\""#);
 /// ```
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c == '\\' || c == '"' || needs_escape(c)) {
+    let needs = |c: char| c == '"' || c == '\\' || !c.is_ascii() || c.is_ascii_control();
+    if !s.chars().any(needs) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c if needs_escape(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
+    let mut rest = s;
+    while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_invisible(c)) {
+        let _ = write!(out, "{}\\u{{{:x}}}", rest[..i].escape_debug(), c as u32);
+        rest = &rest[i + c.len_utf8()..];
     }
+    let _ = write!(out, "{}", rest.escape_debug());
     Cow::Owned(out)
 }
 

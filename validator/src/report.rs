@@ -4,27 +4,150 @@ use std::borrow::Cow;
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Finding, Warning};
-use crate::header::{MetadataForm, Parsed, Record, HEADER_START};
+use crate::header::{self, Metadata, MetadataForm, Names, Parsed, Record, HEADER_START};
+use crate::json::{self, KeyCursor};
 use crate::limits::Config;
 use crate::rules::Rule;
 
+/// The warnings of one file, capped per rule: the first `cap` of each rule in file order are
+/// kept, and every rule's exact count. Memory follows the number of rules, not the number of
+/// faults in a hostile header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Warnings {
+    cap: usize,
+    /// Rules not reported at all ([`Config::allow`]).
+    allow: Vec<Rule>,
+    next_seq: u64,
+    /// Kept findings and their arrival order; sorted by (offset, arrival) when settled.
+    list: Vec<Finding>,
+    seqs: Vec<u64>,
+    /// Per rule, in order of first appearance: (rule, total seen, currently kept).
+    counts: Vec<(Rule, u64, usize)>,
+    settled: bool,
+}
+
+impl Warnings {
+    /// Warnings under `config`'s cap and allowed rules.
+    pub(crate) fn for_config(config: &Config) -> Self {
+        Warnings {
+            allow: config
+                .allow
+                .iter()
+                .copied()
+                .filter(|&r| config.allows(r))
+                .collect(),
+            ..Warnings::new(config.max_warnings_per_rule)
+        }
+    }
+
+    pub(crate) fn new(cap: usize) -> Self {
+        Warnings {
+            allow: Vec::new(),
+            cap: cap.max(1),
+            next_seq: 0,
+            list: Vec::new(),
+            seqs: Vec::new(),
+            counts: Vec::new(),
+            settled: true,
+        }
+    }
+
+    pub(crate) fn push(&mut self, f: Finding) {
+        let rule = f.rule();
+        if self.allow.contains(&rule) {
+            return;
+        }
+        let i = match self.counts.iter().position(|c| c.0 == rule) {
+            Some(i) => i,
+            None => {
+                self.counts.push((rule, 0, 0));
+                self.counts.len() - 1
+            }
+        };
+        self.counts[i].1 += 1;
+        self.counts[i].2 += 1;
+        self.list.push(f);
+        self.seqs.push(self.next_seq);
+        self.next_seq += 1;
+        self.settled = false;
+        if self.counts[i].2 > 2 * self.cap {
+            self.settle();
+        }
+    }
+
+    /// Sort by (offset, arrival) and keep the first `cap` of each rule.
+    pub(crate) fn settle(&mut self) {
+        if self.settled {
+            return;
+        }
+        let mut order: Vec<usize> = (0..self.list.len()).collect();
+        order.sort_by_key(|&i| (self.list[i].offset(), self.seqs[i]));
+        for c in &mut self.counts {
+            c.2 = 0;
+        }
+        let mut list = Vec::with_capacity(order.len());
+        let mut seqs = Vec::with_capacity(order.len());
+        let mut taken: Vec<Option<Finding>> = std::mem::take(&mut self.list)
+            .into_iter()
+            .map(Some)
+            .collect();
+        for i in order {
+            let Some(f) = taken[i].take() else { continue };
+            let Some(c) = self.counts.iter_mut().find(|c| c.0 == f.rule()) else {
+                continue;
+            };
+            if c.2 < self.cap {
+                c.2 += 1;
+                list.push(f);
+                seqs.push(self.seqs[i]);
+            }
+        }
+        self.list = list;
+        self.seqs = seqs;
+        self.settled = true;
+    }
+
+    /// The kept warnings in file order (call [`Warnings::settle`] first).
+    pub(crate) fn as_slice(&self) -> &[Finding] {
+        &self.list
+    }
+
+    /// The settled list, for comparisons.
+    pub(crate) fn sorted(&self) -> Vec<Finding> {
+        let mut w = self.clone();
+        w.settle();
+        w.list
+    }
+
+    /// Every rule that warned, with its exact count, in order of first appearance.
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (Rule, u64)> + '_ {
+        self.counts.iter().map(|c| (c.0, c.1))
+    }
+
+    pub(crate) fn total(&self) -> u64 {
+        self.counts.iter().map(|c| c.1).sum()
+    }
+}
+
 /// The report of a valid file: its tensors in offset order, metadata, warnings and totals.
 ///
-/// Names and metadata borrow from the header bytes where they had no JSON escapes; use
+/// It keeps the header text (borrowed from the caller's buffer where it can, owned when the
+/// bytes were streamed) and refers to names and metadata by position in it; use
 /// [`Report::into_owned`] to keep a report beyond the buffer.
 #[derive(Debug, Clone)]
 pub struct Report<'a> {
-    header_len: u64,
-    tensors: Vec<Record<'a>>,
+    text: Cow<'a, str>,
+    tensors: Vec<Record>,
     dims: Vec<u64>,
-    metadata_form: MetadataForm,
-    metadata: Vec<(Cow<'a, str>, Cow<'a, str>)>,
-    warnings: Vec<Warning>,
+    names: Names,
+    metadata: Metadata,
+    warnings: Warnings,
     data_len: u64,
 }
 
 /// One tensor of a [`Report`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TensorInfo<'r> {
     /// The tensor's name, unescaped.
     pub name: &'r str,
@@ -67,6 +190,7 @@ impl TensorInfo<'_> {
 
 /// Parameter and byte totals of one dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DtypeTotal {
     /// The dtype.
     pub dtype: Dtype,
@@ -82,36 +206,31 @@ impl<'a> Report<'a> {
     /// Stage 2 over a parsed header: sort into offset order, check the tiling, collect warnings.
     /// The data-region length is checked separately ([`Report::check_data_len`]), since a
     /// stream only knows it at the end.
-    pub(crate) fn from_parsed(
-        header_len: u64,
-        parsed: Parsed<'a>,
-        mut warnings: Vec<Warning>,
-    ) -> Result<Self, Error> {
+    pub(crate) fn from_parsed(text: Cow<'a, str>, parsed: Parsed) -> Result<Self, Error> {
         let Parsed {
             mut tensors,
             dims,
-            metadata_form,
+            names,
             metadata,
-            metadata_offsets,
-            warnings: parse_warnings,
+            mut warnings,
         } = parsed;
-        warnings.extend(parse_warnings);
 
         // Offset order; ties (zero-size tensors) by end, then by header position, so the order
         // is total and independent of the sort's stability.
-        tensors.sort_unstable_by_key(|t| (t.begin, t.end, t.offset));
+        tensors.sort_unstable_by_key(|t| (t.begin, t.end, t.offset(&names)));
         let mut expected = 0u64;
         for t in &tensors {
+            let name = || t.name(&text, &names);
             if t.begin > expected {
                 return Err(Finding::new(
                     Rule::LayoutGap,
-                    t.offset,
+                    t.offset(&names),
                     format!(
                         "gap: data bytes [{expected}, {}) belong to no tensor (this tensor begins at {})",
                         t.begin, t.begin
                     ),
                 )
-                .with_tensor(&t.name)
+                .with_tensor(name())
                 .into());
             }
             if t.begin < expected {
@@ -122,13 +241,13 @@ impl<'a> Report<'a> {
                 };
                 return Err(Finding::new(
                     Rule::LayoutOverlap,
-                    t.offset,
+                    t.offset(&names),
                     format!(
                         "{what}: data_offsets [{}, {}] begin before {expected}, the end of the bytes already taken",
                         t.begin, t.end
                     ),
                 )
-                .with_tensor(&t.name)
+                .with_tensor(name())
                 .into());
             }
             expected = t.end;
@@ -138,7 +257,7 @@ impl<'a> Report<'a> {
                 warnings.push(
                     Finding::new(
                         Rule::LayoutAlign,
-                        t.offset,
+                        t.offset(&names),
                         format!(
                             "begin offset {} is not a multiple of the {}-byte element size of {}",
                             t.begin,
@@ -146,41 +265,39 @@ impl<'a> Report<'a> {
                             t.dtype
                         ),
                     )
-                    .with_tensor(&t.name),
+                    .with_tensor(name()),
                 );
             }
         }
 
         let mut report = Report {
-            header_len,
+            text,
             tensors,
             dims,
-            metadata_form,
+            names,
             metadata,
             warnings,
             data_len: expected,
         };
-        if let Some(w) = report.total_parameters_warning(&metadata_offsets) {
+        if let Some(w) = report.total_parameters_warning() {
             report.warnings.push(w);
         }
-        if metadata_form == MetadataForm::Null {
+        if metadata.form == MetadataForm::Null {
             report.warnings.push(Finding::new(
                 Rule::SchemaMetadataNull,
                 HEADER_START,
                 "\"__metadata__\" is null (MLX writes this); readers treat it as absent",
             ));
         }
-        report.warnings.sort_by_key(Finding::offset);
+        report.warnings.settle();
         Ok(report)
     }
 
-    fn total_parameters_warning(&self, offsets: &[u64]) -> Option<Warning> {
-        let i = self
-            .metadata
-            .iter()
-            .position(|(k, _)| k == "total_parameters")?;
-        let (_, value) = &self.metadata[i];
-        let at = offsets.get(i).copied().unwrap_or(HEADER_START);
+    fn total_parameters_warning(&self) -> Option<Warning> {
+        let key = self.metadata.total_parameters? as usize;
+        let v = KeyCursor::value_start(&self.text, key)?;
+        let value = json::string_at(&self.text, v)?;
+        let at = HEADER_START + v as u64;
         let computed = self.parameters();
         // Canonical decimal only (no sign, no leading zero), as the writer writes it.
         let canonical = value.len() == 1 || !value.starts_with('0');
@@ -202,7 +319,7 @@ impl<'a> Report<'a> {
                 at,
                 format!(
                     "__metadata__ total_parameters {:?} is not a decimal integer (the tensors hold {computed} elements)",
-                    crate::report::clip(value)
+                    crate::report::clip(&value)
                 ),
             )),
         }
@@ -210,22 +327,13 @@ impl<'a> Report<'a> {
 
     /// `DATA-TRAILING` / `DATA-TRUNCATED`: the data region must be exactly as long as the last
     /// tensor's end. `actual` is the number of bytes after the header.
-    pub fn check_data_len(&self, actual: u64) -> Result<(), Error> {
+    pub(crate) fn check_data_len(&self, actual: u64) -> Result<(), Error> {
         let data_start = self.data_start();
         if actual > self.data_len {
-            return Err(Finding::new(
-                Rule::DataTrailing,
-                data_start.saturating_add(self.data_len),
-                format!(
-                    "{} bytes after the last tensor's end ({}): the data region must end there",
-                    actual - self.data_len,
-                    self.data_len
-                ),
-            )
-            .into());
+            return Err(self.trailing_error());
         }
         if actual < self.data_len {
-            let cut = self.tensors.iter().find(|t| t.end > actual);
+            let cut = self.tensors().find(|t| t.end > actual);
             let f = Finding::new(
                 Rule::DataTruncated,
                 data_start.saturating_add(actual),
@@ -235,7 +343,7 @@ impl<'a> Report<'a> {
                 ),
             );
             return Err(match cut {
-                Some(t) => f.with_tensor(&t.name),
+                Some(t) => f.with_tensor(t.name),
                 None => f,
             }
             .into());
@@ -243,30 +351,55 @@ impl<'a> Report<'a> {
         Ok(())
     }
 
-    /// Apply `deny_warnings`: the first warning in file order becomes the error.
-    pub fn finish(self, config: &Config) -> Result<Self, Error> {
-        if config.deny_warnings {
-            if let Some(w) = self.warnings.first() {
-                return Err(w.clone().into());
-            }
+    /// `DATA-TRAILING`: bytes after the data region, at the first of them. The message is
+    /// the same whether the file's length is known or a stream was stopped at that byte.
+    pub(crate) fn trailing_error(&self) -> Error {
+        Finding::new(
+            Rule::DataTrailing,
+            self.file_len(),
+            format!(
+                "bytes follow the last tensor's end ({}): the data region must end there",
+                self.data_len
+            ),
+        )
+        .into()
+    }
+
+    /// Apply [`Config::denies`]: the first denied warning in file order becomes the error.
+    pub(crate) fn deny(&self, config: &Config) -> Result<(), Error> {
+        match self
+            .warnings
+            .as_slice()
+            .iter()
+            .find(|w| config.denies(w.rule()))
+        {
+            Some(w) => Err(w.clone().into()),
+            None => Ok(()),
         }
-        Ok(self)
     }
 
     /// Add a warning found after stage 2 (the deep scan), keeping file order.
-    pub fn push_warning(&mut self, w: Warning) {
-        let at = self.warnings.partition_point(|x| x.offset() <= w.offset());
-        self.warnings.insert(at, w);
+    pub(crate) fn push_warning(&mut self, w: Warning) {
+        self.warnings.push(w);
+    }
+
+    pub(crate) fn settle_warnings(&mut self) {
+        self.warnings.settle();
+    }
+
+    /// The header text (the N bytes after the length field).
+    pub fn header_text(&self) -> &str {
+        &self.text
     }
 
     /// The header length N.
     pub fn header_len(&self) -> u64 {
-        self.header_len
+        self.text.len() as u64
     }
 
     /// File offset of the data region, 8 + N.
     pub fn data_start(&self) -> u64 {
-        HEADER_START + self.header_len
+        HEADER_START + self.header_len()
     }
 
     /// Length of the data region, in bytes (the last tensor's end).
@@ -291,21 +424,28 @@ impl<'a> Report<'a> {
 
     /// The tensors, in offset order.
     pub fn tensors(&self) -> impl ExactSizeIterator<Item = TensorInfo<'_>> + '_ {
+        self.tensors.iter().map(move |t| self.info(t))
+    }
+
+    /// The tensor at this position in offset order.
+    pub fn tensor_at(&self, i: usize) -> Option<TensorInfo<'_>> {
+        self.tensors.get(i).map(|t| self.info(t))
+    }
+
+    fn info(&self, t: &Record) -> TensorInfo<'_> {
+        let s = t.dims_start as usize;
         let data_start = self.data_start();
-        self.tensors.iter().map(move |t| {
-            let s = t.dims_start as usize;
-            TensorInfo {
-                name: &t.name,
-                dtype: t.dtype,
-                shape: self.dims.get(s..s + t.dims_len as usize).unwrap_or(&[]),
-                begin: t.begin,
-                end: t.end,
-                file_begin: data_start.saturating_add(t.begin),
-                file_end: data_start.saturating_add(t.end),
-                elements: t.elements,
-                header_offset: t.offset,
-            }
-        })
+        TensorInfo {
+            name: t.name(&self.text, &self.names),
+            dtype: t.dtype,
+            shape: self.dims.get(s..s + t.dims_len as usize).unwrap_or(&[]),
+            begin: t.begin,
+            end: t.end,
+            file_begin: data_start.saturating_add(t.begin),
+            file_end: data_start.saturating_add(t.end),
+            elements: t.elements,
+            header_offset: t.offset(&self.names),
+        }
     }
 
     /// The tensor with this name.
@@ -315,17 +455,35 @@ impl<'a> Report<'a> {
 
     /// What `__metadata__` was: absent, null, or an object.
     pub fn metadata_form(&self) -> MetadataForm {
-        self.metadata_form
+        self.metadata.form
     }
 
-    /// The `__metadata__` entries, in header order.
-    pub fn metadata(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.metadata.iter().map(|(k, v)| (&**k, &**v))
+    /// The number of `__metadata__` entries.
+    pub fn metadata_len(&self) -> u64 {
+        self.metadata.len
     }
 
-    /// The warnings, in file order.
+    /// The `__metadata__` entries, decoded, in header order. They are read again from the
+    /// header text on each call, so a report of ten million entries costs no memory for them.
+    pub fn metadata(&self) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> + '_ {
+        header::metadata_entries(&self.text, self.metadata.open)
+    }
+
+    /// The kept warnings, in file order: at most [`Config::max_warnings_per_rule`] of each
+    /// rule (see [`Report::warning_counts`] for all).
     pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
+        self.warnings.as_slice()
+    }
+
+    /// Every rule that warned with its exact count (kept or not), in order of first
+    /// appearance.
+    pub fn warning_counts(&self) -> impl Iterator<Item = (Rule, u64)> + '_ {
+        self.warnings.counts()
+    }
+
+    /// Warnings found but not kept (beyond the per-rule cap).
+    pub fn omitted_warnings(&self) -> u64 {
+        self.warnings.total() - self.warnings.as_slice().len() as u64
     }
 
     /// Total number of elements over all tensors (saturating).
@@ -344,31 +502,14 @@ impl<'a> Report<'a> {
         totals.finish()
     }
 
-    /// A report that owns its strings.
+    /// A report that owns its header text.
     pub fn into_owned(self) -> Report<'static> {
         Report {
-            header_len: self.header_len,
-            tensors: self
-                .tensors
-                .into_iter()
-                .map(|t| Record {
-                    name: Cow::Owned(t.name.into_owned()),
-                    offset: t.offset,
-                    dtype: t.dtype,
-                    dims_start: t.dims_start,
-                    dims_len: t.dims_len,
-                    begin: t.begin,
-                    end: t.end,
-                    elements: t.elements,
-                })
-                .collect(),
+            text: Cow::Owned(self.text.into_owned()),
+            tensors: self.tensors,
             dims: self.dims,
-            metadata_form: self.metadata_form,
-            metadata: self
-                .metadata
-                .into_iter()
-                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
-                .collect(),
+            names: self.names,
+            metadata: self.metadata,
             warnings: self.warnings,
             data_len: self.data_len,
         }

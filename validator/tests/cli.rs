@@ -432,13 +432,17 @@ fn unreadable_paths_are_io_errors_not_verdicts() {
         out.stdout
     );
     assert!(out.stdout.contains("v.safetensors: ok"));
-    // A device is not a regular file.
+    // A device is not a regular file: not checked, never opened.
     let out = run_in(&dir, &["--json", "/dev/null"], None);
     assert_eq!(out.code, 2);
     let lines = json_lines(&out.stdout);
-    assert_eq!(lines[0]["data"]["status"], "io_error");
-    assert_eq!(lines[0]["data"]["io_error"], "not a regular file");
-    assert_eq!(lines[1]["data"]["io_errors"], 1);
+    assert_eq!(lines[0]["type"], "not_checked");
+    assert_eq!(lines[0]["data"]["reason"], "not_regular_file");
+    assert_eq!(
+        lines[0]["data"]["message"],
+        "not a regular file but a character device; only regular files are read"
+    );
+    assert_eq!(lines[1]["data"]["not_checked"], 1);
     // An I/O error wins over an invalid file.
     fs::write(dir.join("bad.safetensors"), [0u8; 3]).expect("write");
     let out = run_in(&dir, &["bad.safetensors", "nope"], None);
@@ -467,17 +471,25 @@ fn usage_errors_exit_2_and_help_documents_exit_codes() {
 
 #[cfg(unix)]
 #[test]
-fn symlinks_reported_not_followed_unless_asked() {
+fn symlinks_leaving_the_root_not_checked_unless_asked() {
     let dir = tempdir("links");
     fs::create_dir_all(dir.join("d")).expect("mkdir");
     fs::write(dir.join("real.safetensors"), valid_file()).expect("write");
     std::os::unix::fs::symlink("../real.safetensors", dir.join("d/link.safetensors"))
         .expect("symlink");
     let out = run_in(&dir, &["d"], None);
-    assert_eq!(out.code, 0);
-    assert_eq!(
-        out.stdout,
-        "d/link.safetensors: skipped (symbolic link, not followed (use --follow-links))\n"
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stdout
+            .starts_with("d/link.safetensors: not checked: a symbolic link to "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .ends_with(", outside d: not followed (--follow-links follows links to regular files outside it)\n"),
+        "{}",
+        out.stdout
     );
     let out = run_in(&dir, &["--follow-links", "d"], None);
     assert_eq!(out.code, 0);
@@ -490,6 +502,14 @@ fn symlinks_reported_not_followed_unless_asked() {
     let out = run_in(&dir, &["d/link.safetensors"], None);
     assert!(
         out.stdout.starts_with("d/link.safetensors: ok"),
+        "{}",
+        out.stdout
+    );
+    // A link that stays inside the directory named is followed.
+    let out = run_in(&dir, &["."], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("./d/link.safetensors: ok"),
         "{}",
         out.stdout
     );
@@ -546,13 +566,15 @@ fn sharded_good_set() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(
         out.stdout,
-        "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n"
+        "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n  \
+         shard m-1.safetensors: ok (2 tensors, 5 parameters; F32 5)\n  \
+         shard m-2.safetensors: ok (1 tensors, 4 parameters; F32 4)\n"
     );
     let (_, v) = index_out(&dir, &[]);
     assert_eq!(v["data"]["status"], "valid");
     assert_eq!(v["data"]["total_size"], 36);
     assert_eq!(v["data"]["computed_size"], 36);
-    // The whole directory: both shards as files, and the index as a set.
+    // The whole directory: the index as a set, each shard checked once, inside it.
     let out = run_in(&dir, &["."], None);
     assert_eq!(out.code, 0);
     golden("sharded-dir.txt", &out.stdout);

@@ -4,8 +4,100 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
-use stcheck::deep::{scan, sniff, validate_reader_deep, DeepOptions, DeepReport};
-use stcheck::{Config, Dtype, Error, Report, Warning};
+use stcheck::deep::sniff;
+use stcheck::{Checked, Checker, Config, Dtype, Error, Report, Warning};
+
+// ---------------------------------------------------------------------------------------------
+// The deep scan through the one checker, seen per tensor
+
+/// How the scan is run: the hash, threads for a mapped file.
+#[derive(Debug, Clone, Copy, Default)]
+struct DeepOptions {
+    sha256: bool,
+    threads: usize,
+    min_bytes_per_thread: u64,
+}
+
+impl DeepOptions {
+    fn new() -> Self {
+        Self::default()
+    }
+    fn sha256(mut self, yes: bool) -> Self {
+        self.sha256 = yes;
+        self
+    }
+    fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+    fn min_bytes_per_thread(mut self, b: u64) -> Self {
+        self.min_bytes_per_thread = b;
+        self
+    }
+    fn config(&self, base: &Config) -> Config {
+        base.clone()
+            .deep(true)
+            .sha256(self.sha256)
+            .threads(self.threads)
+            .min_bytes_per_thread(self.min_bytes_per_thread)
+    }
+}
+
+/// The counts of one tensor (every tensor, with zeros where it holds no NaN or infinity).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TensorStats {
+    name: String,
+    dtype: Dtype,
+    nan: u64,
+    pos_inf: u64,
+    neg_inf: u64,
+}
+
+impl TensorStats {
+    fn non_finite(&self) -> u64 {
+        self.nan + self.pos_inf + self.neg_inf
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DeepReport {
+    tensors: Vec<TensorStats>,
+    sha256: Option<[u8; 32]>,
+    bytes_scanned: u64,
+}
+
+fn seen(c: Checked<'_>) -> Result<(Report<'static>, DeepReport), Error> {
+    let report = c.verdict?.into_owned();
+    let d = c.deep.expect("a deep report for a valid file");
+    let tensors = report
+        .tensors()
+        .enumerate()
+        .map(|(i, t)| {
+            let s = d.non_finite.iter().find(|s| s.index == i);
+            TensorStats {
+                name: t.name.to_owned(),
+                dtype: t.dtype,
+                nan: s.map_or(0, |s| s.nan),
+                pos_inf: s.map_or(0, |s| s.pos_inf),
+                neg_inf: s.map_or(0, |s| s.neg_inf),
+            }
+        })
+        .collect();
+    let out = DeepReport {
+        tensors,
+        sha256: c.sha256,
+        bytes_scanned: d.bytes_scanned,
+    };
+    Ok((report, out))
+}
+
+fn validate_reader_deep<R: std::io::Read>(
+    r: R,
+    config: &Config,
+    opts: &DeepOptions,
+) -> Result<(Report<'static>, DeepReport), Error> {
+    seen(stcheck::check_reader(r, &opts.config(config)).expect("no I/O error from memory"))
+}
 
 // ---------------------------------------------------------------------------------------------
 // Building files
@@ -51,9 +143,7 @@ fn deep(
     config: &Config,
     opts: &DeepOptions,
 ) -> Result<(Report<'static>, DeepReport), Error> {
-    let mut report = stcheck::validate(file, config)?;
-    let d = scan(file, &mut report, config, opts)?;
-    Ok((report.into_owned(), d))
+    seen(Checker::check_slice(&opts.config(config), file))
 }
 
 fn ok(file: &[u8]) -> (Report<'static>, DeepReport) {
@@ -654,11 +744,7 @@ fn all_paths_agree(file: &[u8], config: &Config, sha256: bool) {
             Trickle { rest: file, step },
             config,
             &DeepOptions::new().sha256(sha256),
-        )
-        .map_err(|e| match e {
-            stcheck::stream::StreamError::Invalid(e) => e,
-            other => panic!("io: {other}"),
-        });
+        );
         compare(&one, &stream);
     }
     if let Ok((_, d)) = &one {
@@ -718,7 +804,7 @@ fn stream_reports_framing_and_length_errors_like_validate() {
     let mmap = stcheck::validate(cut, &Config::default()).expect_err("truncated");
     let stream = validate_reader_deep(cut, &Config::default(), &DeepOptions::new());
     match stream {
-        Err(stcheck::stream::StreamError::Invalid(e)) => assert_eq!(e, mmap),
+        Err(e) => assert_eq!(e, mmap),
         other => panic!("{other:?}"),
     }
 }

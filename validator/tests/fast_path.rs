@@ -1,5 +1,5 @@
 //! The header parser's fast path against its serde path ("the fast path accepts, the slow path
-//! explains"), through the hidden differential hook `stcheck::header_fast_vs_slow`.
+//! explains"), through the hidden differential hook `stcheck::internal::header_fast_vs_slow`.
 //!
 //! The hook runs both paths on a header and fails when the fast path accepts something the
 //! serde path rejects, or accepts it with any difference (records, dimensions, metadata and its
@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+use stcheck::internal::{self as size, header_fast_vs_slow, FastVsSlow};
 use stcheck::write::{header as write_header, TensorSpec};
-use stcheck::{header_fast_vs_slow, size, Dtype, FastVsSlow};
+use stcheck::Dtype;
 
 /// Run the hook and fail the test on a disagreement.
 fn check(header: &[u8]) -> FastVsSlow {

@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
+use stcheck::internal::{self as size, self as names};
 use stcheck::reference::{verdict, Verdict};
-use stcheck::stream::{validate_reader, StreamError};
 use stcheck::write::{serialize, TensorSpec};
-use stcheck::{names, size, validate, Config, Dtype, Error, Report};
+use stcheck::{validate, Config, Dtype, Error, Report};
 
 /// A tensor to write, with owned parts.
 #[derive(Debug, Clone)]
@@ -91,10 +91,9 @@ fn write(tensors: &BTreeMap<String, Tensor>, metadata: &BTreeMap<String, String>
 }
 
 fn stream(f: &[u8]) -> Result<Report<'static>, Error> {
-    match validate_reader(f, &Config::default()) {
-        Ok(r) => Ok(r),
-        Err(StreamError::Invalid(e)) => Err(e),
-        Err(StreamError::Io(e)) => panic!("I/O error reading a slice: {e}"),
+    match stcheck::check_reader(f, &Config::default()) {
+        Ok(c) => c.verdict,
+        Err(e) => panic!("I/O error reading a slice: {e}"),
     }
 }
 
@@ -264,7 +263,7 @@ proptest! {
         let begins: Vec<(u64, u64)> = r.tensors().map(|t| (t.begin, t.end)).collect();
         prop_assert!(begins.windows(2).all(|w| w[0] <= w[1]));
         let got: BTreeMap<String, String> =
-            r.metadata().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            r.metadata().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
         prop_assert_eq!(&got, &meta);
 
         // The streaming validator agrees.
@@ -272,7 +271,7 @@ proptest! {
         prop_assert_eq!(summary(&s), summary(&r));
         prop_assert!(s.warnings().is_empty());
         let smeta: BTreeMap<String, String> =
-            s.metadata().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            s.metadata().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
         prop_assert_eq!(&smeta, &meta);
 
         // The reference loads it, with the same tensors at the same bytes.

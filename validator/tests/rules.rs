@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use stcheck::stream::{validate_reader, StreamError};
 use stcheck::write::{serialize, TensorSpec};
 use stcheck::{validate, Config, Dtype, Error, Kind, Report, Rule, Severity};
 
@@ -77,10 +76,9 @@ fn seen(rule: Rule) {
 // Assertions
 
 fn stream(f: &[u8], config: &Config) -> Result<Report<'static>, Error> {
-    match validate_reader(f, config) {
-        Ok(r) => Ok(r),
-        Err(StreamError::Invalid(e)) => Err(e),
-        Err(StreamError::Io(e)) => panic!("I/O error reading a slice: {e}"),
+    match stcheck::check_reader(f, config) {
+        Ok(c) => c.verdict,
+        Err(e) => panic!("I/O error reading a slice: {e}"),
     }
 }
 
@@ -220,13 +218,27 @@ fn frame_header_bounds() {
     let mut f = file("{}", &[]);
     f.pop();
     rejects_at(&f, "FRAME-HEADER-BOUNDS", 0);
-    // N = 2^64-1 with the limit lifted: 8 + N overflows u64 and must still be a bounds fault.
+    // The limit cannot be lifted past the ceiling (2^31 - 1): N = 2^64-1, where 8 + N
+    // overflows u64, is a limit fault however the limit is set.
     for n in [u64::MAX, u64::MAX - 7, u64::MAX - 8] {
         let mut f = n.to_le_bytes().to_vec();
         f.extend_from_slice(b"{}");
         let config = Config::default().max_header_size(u64::MAX);
-        rejects_under(&f, &config, "FRAME-HEADER-BOUNDS", 0);
+        let e = rejects_under(&f, &config, "FRAME-HEADER-LIMIT", 0);
+        assert!(e.message().contains("2147483647"), "{e}");
     }
+    // At the ceiling, a length the file does not hold is a bounds fault.
+    let mut f = stcheck::limits::MAX_HEADER_SIZE_CEILING
+        .to_le_bytes()
+        .to_vec();
+    f.extend_from_slice(b"{}");
+    let config = Config::default().max_header_size(u64::MAX);
+    let e = validate(&f, &config).expect_err("N at the ceiling");
+    assert_eq!(
+        (e.rule().id(), e.offset()),
+        ("FRAME-HEADER-BOUNDS", 0),
+        "{e}"
+    );
     clean(&file("{}", &[]));
 }
 
@@ -376,49 +388,37 @@ fn frame_not_safetensors_near_misses() {
     rejects_at(&[0u8; 16], "FRAME-EMPTY-HEADER", 0);
 }
 
-/// The streaming validator decides from the same first bytes whether they arrive at once or
-/// one at a time, for every length of every file (the decision looks at most at HEAD_LEN bytes).
+/// The checker decides from the same first bytes whether they arrive at once or one at a
+/// time, with or without the file's length and the deep scan, for every length of every file
+/// (the decision looks at most at HEAD_LEN bytes).
 #[test]
 fn frame_not_safetensors_stream_agrees_at_every_length() {
-    struct OneByte<'a>(&'a [u8]);
-    impl std::io::Read for OneByte<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            match (self.0.split_first(), buf.first_mut()) {
-                (Some((&b, rest)), Some(out)) => {
-                    *out = b;
-                    self.0 = rest;
-                    Ok(1)
-                }
-                _ => Ok(0),
-            }
-        }
-    }
     let mut files: Vec<Vec<u8>> = other_formats().into_iter().map(|(_, f)| f).collect();
     let mut long = b"version https://git-lfs.github.com/spec/v1\n".to_vec();
-    long.resize(stcheck::frame::HEAD_LEN + 100, b'x');
+    long.resize(stcheck::limits::HEAD_LEN + 100, b'x');
     files.push(long);
     for f in files {
         for cut in 8..=f.len() {
             let f = &f[..cut];
-            let config = Config::default();
-            let whole = validate(f, &config).map(|r| r.len());
-            let streamed = match validate_reader(OneByte(f), &config) {
-                Ok(r) => Ok(r.len()),
-                Err(StreamError::Invalid(e)) => Err(e),
-                Err(StreamError::Io(e)) => panic!("{e}"),
-            };
-            assert_eq!(whole, streamed, "cut at {cut}");
-            let (deep, _) = stcheck::deep::validate_reader_deep(
-                OneByte(f),
-                &config,
-                &stcheck::deep::DeepOptions::new(),
-            )
-            .map(|(r, d)| (Ok(r.len()), d.bytes_scanned))
-            .unwrap_or_else(|e| match e {
-                StreamError::Invalid(e) => (Err(e), 0),
-                StreamError::Io(e) => panic!("{e}"),
-            });
-            assert_eq!(whole, deep, "deep, cut at {cut}");
+            for config in [Config::default(), Config::default().deep(true)] {
+                let whole = stcheck::Checker::check_slice(&config, f)
+                    .verdict
+                    .map(|r| r.len());
+                for len in [None, Some(cut as u64)] {
+                    let mut c = stcheck::Checker::new(&config);
+                    if let Some(len) = len {
+                        c = c.with_len(len);
+                    }
+                    for b in f {
+                        if c.feed(std::slice::from_ref(b)) == stcheck::Need::Done {
+                            break;
+                        }
+                    }
+                    let fed = c.finish();
+                    assert!(fed.bytes_read <= cut as u64);
+                    assert_eq!(whole, fed.verdict.map(|r| r.len()), "cut at {cut}, {len:?}");
+                }
+            }
         }
     }
 }
@@ -804,8 +804,12 @@ fn schema_metadata() {
         &format!(r#"{{"__metadata__":{{"k":"v","\u006a":"\u0041"}},{U8X2}}}"#),
         &[1, 2],
     ));
-    let meta: Vec<(&str, &str)> = r.metadata().collect();
-    assert_eq!(meta, [("k", "v"), ("j", "A")]);
+    let meta: Vec<(String, String)> = r
+        .metadata()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    assert_eq!(meta, [("k".into(), "v".into()), ("j".into(), "A".into())]);
+    assert_eq!(r.metadata_len(), 2);
 }
 
 #[test]
@@ -815,7 +819,7 @@ fn schema_metadata_null() {
     let f = file(&h, &[1, 2]);
     let r = validate(&f, &Config::default()).expect("accepted");
     assert_eq!(r.metadata_form(), stcheck::MetadataForm::Null);
-    assert_eq!(r.metadata().len(), 0);
+    assert_eq!(r.metadata().count(), 0);
     let r = clean(&file(&obj(&[U8X2.to_owned()]), &[1, 2]));
     assert_eq!(r.metadata_form(), stcheck::MetadataForm::Absent);
 }
@@ -1249,7 +1253,10 @@ fn name_control() {
         assert!(e.tensor().is_some());
         // The Display form escapes the name: one line, no raw control character.
         let shown = e.to_string();
-        assert!(!shown.chars().any(stcheck::names::is_control), "{shown:?}");
+        assert!(
+            !shown.chars().any(stcheck::internal::is_control),
+            "{shown:?}"
+        );
         assert_eq!(shown.lines().count(), 1, "{shown:?}");
     }
     let h = obj(&[ent("ab\u{2028}", "U8", "2", 0, 2)]);
@@ -1353,18 +1360,19 @@ fn name_invisible() {
     }
 }
 
-/// `names::escape`, which every human-readable line uses for untrusted text: the characters of
-/// NAME-CONTROL and NAME-INVISIBLE as `\u{..}`, `\` and `"` escaped, everything else as is.
+/// `stcheck::escape`, which every human-readable line uses for untrusted text: what
+/// `escape_debug` escapes, and every default-ignorable character as `\u{..}`.
 #[test]
 fn names_escape() {
-    use stcheck::names::escape;
+    use stcheck::escape;
     assert!(matches!(
         escape("model.layers.0.weight"),
         std::borrow::Cow::Borrowed(_)
     ));
     assert_eq!(escape("café ✓ 模型"), "café ✓ 模型");
     for (raw, shown) in [
-        ("a\nb", r"a\u{a}b"),
+        ("a\nb", r"a\nb"),
+        ("it's", "it's"),
         ("a\u{85}b", r"a\u{85}b"),
         ("a\u{2028}b\u{2029}", r"a\u{2028}b\u{2029}"),
         ("\u{202e}x\u{2066}", r"\u{202e}x\u{2066}"),
@@ -1380,8 +1388,12 @@ fn names_escape() {
     for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
         let s = c.to_string();
         let e = escape(&s);
-        if stcheck::names::is_control(c) || stcheck::names::is_invisible(c) {
-            assert_eq!(e, format!("\\u{{{:x}}}", c as u32));
+        if stcheck::internal::is_control(c) || stcheck::internal::is_invisible(c) {
+            assert!(
+                e.starts_with('\\') && !e.contains(c),
+                "U+{:04X}: {e}",
+                c as u32
+            );
         }
         assert!(!e.contains(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}', '\u{202e}']));
     }

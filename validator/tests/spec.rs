@@ -633,7 +633,8 @@ fn corpus_reference_verdicts_match_the_differences() {
             .get("reference")
             .and_then(|v| v.as_str())
             .unwrap_or_default();
-        if verdict != "reject" || reference == "reject" {
+        // Sharded sets (`"kind": "index"`) have no reference verdict: the crate reads one file.
+        if verdict != "reject" || reference == "reject" || c.get("reference").is_none() {
             continue;
         }
         let rules: Vec<&str> = c

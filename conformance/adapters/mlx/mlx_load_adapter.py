@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """Conformance adapter: MLX, `mlx.core.load` (packages `mlx` and `mlx-cpu` on Linux).
 
-Usage: mlx_load_adapter.py FILE   (see conformance/PROTOCOL.md)
+Usage: mlx_load_adapter.py FILE | mlx_load_adapter.py --persistent
+(protocol v2, see conformance/PROTOCOL.md and ../python/stconform_protocol.py)
 
 Loads FILE with `mx.load(FILE, return_metadata=True)`, forces every array to be read, and
 reports each tensor's dtype (mapped back to the header's names), shape (as MLX reports it: a
 negative dimension stays negative), the SHA-256 of its bytes, and the metadata.
 
-Exit codes: 0 accepted (JSON on stdout), 1 MLX raised an error (rejected), 2 usage or I/O
-error before MLX ran, 3 a crash that surfaced as a Python exception (MemoryError).
-A real crash of the native code ends the process by a signal.
+Refusals (exit 1): ValueError and RuntimeError, the exceptions MLX raises on a file it
+refuses; an unsupported dtype is reported as such (exit 4). Anything else is a crash (exit 3);
+a crash of the native code ends the process by a signal.
 """
 import hashlib
-import json
+import os
 import sys
 
 NAMES = {
@@ -24,10 +25,17 @@ NAMES = {
 
 
 def read(path):
+    import stconform_protocol as protocol
+
     import mlx.core as mx
     import numpy as np
 
-    arrays, metadata = mx.load(path, return_metadata=True)
+    try:
+        arrays, metadata = mx.load(path, return_metadata=True)
+    except (ValueError, RuntimeError) as e:
+        if "unsupported" in str(e).lower() and "dtype" in str(e).lower():
+            raise protocol.Unsupported(str(e)) from e
+        raise
     tensors = []
     for name, a in arrays.items():
         kind = str(a.dtype).rsplit(".", 1)[-1]
@@ -42,27 +50,14 @@ def read(path):
     return {"tensors": tensors, "metadata": metadata}
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: mlx_load_adapter.py FILE", file=sys.stderr)
-        return 2
-    path = sys.argv[1]
-    try:
-        open(path, "rb").close()
-    except OSError as e:
-        print(f"mlx_load_adapter: {e}", file=sys.stderr)
-        return 2
-    try:
-        answer = read(path)
-    except MemoryError as e:
-        print(f"crash: MemoryError: {e}", file=sys.stderr)
-        return 3
-    except Exception as e:  # MLX's way to refuse a file
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(answer))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import stconform_protocol as protocol
+
+    def read_file(path, kind):
+        if kind == "index":
+            raise protocol.Unsupported("mx.load reads one file, not a sharded set")
+        return read(path)
+
+    # MLX refuses a file with ValueError or RuntimeError ("[load_safetensors] ...").
+    sys.exit(protocol.run(read_file, (ValueError, RuntimeError)))

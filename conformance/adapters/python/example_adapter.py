@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
 import hashlib, json, sys
+from safetensors import SafetensorError, deserialize
 
-def main(path):
+def answer(path):                                   # -> (status, reply members)
     try:
-        data = open(path, "rb").read()
-    except OSError as e:
-        print(e, file=sys.stderr)
-        return 2                                    # not a verdict: cannot read the file
-    from safetensors import deserialize
-    try:
-        loaded = deserialize(data)
-    except Exception as e:                          # the library refused the file
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    except BaseException as e:                      # a Rust panic (PanicException): a crash
-        print(f"crash: {e!r}", file=sys.stderr)
-        return 3
-    tensors = [{"name": name, "dtype": t["dtype"],
-                "shape": [str(d) for d in t["shape"]],
-                "sha256": hashlib.sha256(bytes(t["data"])).hexdigest()}
-               for name, t in loaded]
-    print(json.dumps({"tensors": tensors}))
-    return 0
+        loaded = deserialize(open(path, "rb").read())
+    except SafetensorError as e:                    # the library refused the file
+        return "reject", {"message": str(e)}
+    except BaseException as e:                      # anything else is not a verdict
+        return "crash", {"message": repr(e)}
+    return "accept", {"tensors": [
+        {"name": name, "dtype": t["dtype"], "shape": [str(d) for d in t["shape"]],
+         "sha256": hashlib.sha256(bytes(t["data"])).hexdigest()} for name, t in loaded]}
+
+def main(args):
+    if args == ["--persistent"]:                    # one JSON request per line
+        for line in sys.stdin:
+            request = json.loads(line)
+            status, members = answer(request["path"])
+            print(json.dumps({"id": request["id"], "status": status, **members}), flush=True)
+        return 0
+    status, members = answer(args[0])               # one file: exit 0, 1, or 3 (crash)
+    print(json.dumps(members))
+    return {"accept": 0, "reject": 1}.get(status, 3)
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -18,9 +18,11 @@ const USAGE: &str = "usage: stconform [OPTIONS] --adapter NAME -- COMMAND [ARGS.
        stconform compare A.json B.json   (exit 1 unless both runs have the same results)
        stconform list [--config FILE]
 
-Runs COMMAND ARGS... FILE for every case of the corpus manifest and classifies each result:
-PASS, SHOULD_HAVE_ACCEPTED, SHOULD_HAVE_REJECTED, WRONG_CONTENT, CRASH, TIMEOUT, and
-ACCEPTED/REJECTED on implementation-defined cases (the protocol: conformance/PROTOCOL.md).
+Runs COMMAND ARGS... FILE for every case of the corpus manifest (or, with --persistent, one
+COMMAND ARGS... that answers a JSON request per case) and classifies each result: PASS,
+SHOULD_HAVE_ACCEPTED, SHOULD_HAVE_REJECTED, WRONG_RULE, WRONG_CONTENT, CRASH, TIMEOUT,
+UNSUPPORTED (counted apart), and ACCEPTED/REJECTED on implementation-defined cases (the
+protocol: conformance/PROTOCOL.md).
 
 Options:
   --manifest FILE        corpus manifest (default: corpus/manifest.json under the current
@@ -33,6 +35,11 @@ Options:
   --large DIR            also run the large cases, generated into DIR by
                          `stcorpus --large DIR` (hundreds of MB, not in corpus/)
   --deep                 the adapter scans the data region: judge deep cases by their verdict
+  --persistent           the adapter speaks the persistent mode (protocol v2): one process,
+                         one JSON request line and one JSON reply line per case
+  --startup-timeout SECONDS
+                         persistent mode: extra time for a process's first case (default: 60)
+  --index                the adapter has an index mode: also run the sharded-set cases
   --judge strict|reference
                          judge against the strict verdicts (default) or the reference crate's
   --known-failures FILE  compare with FILE (default: the built-in adapter's file, if any)
@@ -98,6 +105,9 @@ struct Args {
     run: Vec<String>,
     skip: Vec<String>,
     deep: bool,
+    persistent: bool,
+    index: bool,
+    startup: Option<f64>,
     large: Option<PathBuf>,
     judge: Option<Judge>,
     known: Option<PathBuf>,
@@ -148,6 +158,18 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             "--run" => a.run.push(value(&mut i, arg)?),
             "--skip" => a.skip.push(value(&mut i, arg)?),
             "--deep" => a.deep = true,
+            "--persistent" => a.persistent = true,
+            "--index" => a.index = true,
+            "--startup-timeout" => {
+                let v = value(&mut i, arg)?;
+                let t: f64 = v
+                    .parse()
+                    .map_err(|_| format!("bad --startup-timeout {v:?}"))?;
+                if !(0.0..=86_400.0).contains(&t) {
+                    return Err(format!("bad --startup-timeout {v:?}"));
+                }
+                a.startup = Some(t);
+            }
             "--large" => a.large = Some(value(&mut i, arg)?.into()),
             "--judge" => {
                 a.judge = Some(match value(&mut i, arg)?.as_str() {
@@ -193,10 +215,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// The manifest and the corpus directory, absolute (adapters are given absolute paths).
 fn load_manifest(args: &Args) -> Result<(Manifest, PathBuf), String> {
     let path = args.manifest.clone().unwrap_or_else(default_manifest);
     let m = Manifest::load(&path).map_err(|e| e.to_string())?;
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let abs = std::fs::canonicalize(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok((m, dir))
 }
 
@@ -304,6 +328,8 @@ fn run_adapter(args: Args) -> ExitCode {
         }
     }
     let mut deep = args.deep;
+    let mut persistent = args.persistent;
+    let mut index = args.index;
     let mut judge = args.judge.unwrap_or_default();
     let mut known_path = args.known.clone();
     let command = if args.command.is_empty() {
@@ -323,6 +349,8 @@ fn run_adapter(args: Args) -> ExitCode {
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_default();
         deep |= adapter.deep;
+        persistent |= adapter.persistent;
+        index |= adapter.index;
         if args.judge.is_none() {
             judge = adapter.judge;
         }
@@ -357,14 +385,19 @@ fn run_adapter(args: Args) -> ExitCode {
             .min(8)
     });
     let opts = RunOptions {
-        adapter: name,
-        command,
         timeout: Duration::from_secs_f64(args.timeout.unwrap_or(10.0)),
         jobs,
         run: args.run.clone(),
         skip: args.skip.clone(),
         deep,
         judge,
+        persistent,
+        index,
+        startup: args
+            .startup
+            .map(Duration::from_secs_f64)
+            .unwrap_or(run::DEFAULT_STARTUP),
+        ..RunOptions::new(name, command)
     };
     let missing = run::missing_files(&opts, &manifest, &corpus);
     if let Some(first) = missing.first() {
@@ -375,13 +408,7 @@ fn run_adapter(args: Args) -> ExitCode {
         ));
     }
     // Progress on a terminal only: `[done/total]` on one rewritten line of stderr.
-    let total = manifest
-        .cases
-        .iter()
-        .filter(|c| {
-            stcheck_conformance::runner::glob::selected(&opts.run, &opts.skip, &c.id, &c.path)
-        })
-        .count();
+    let total = manifest.cases.iter().filter(|c| opts.selects(c)).count();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let tty = std::io::stderr().is_terminal();
     let progress = |_: &stcheck_conformance::runner::CaseResult| {
@@ -421,7 +448,12 @@ fn run_adapter(args: Args) -> ExitCode {
     } else {
         known.as_ref().map(|k| k.check(&results, &manifest))
     };
-    let text = report::summary(&results, differences.as_deref(), args.verbose);
+    let text = report::summary(
+        &results,
+        Some(&manifest),
+        differences.as_deref(),
+        args.verbose,
+    );
     if args.json {
         match serde_json::to_string_pretty(&results) {
             Ok(j) => println!("{j}"),

@@ -70,7 +70,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
     let out = out.unwrap_or_else(corpus::default_corpus_dir);
     let s = corpus::generate(&recipes, &out)?;
     println!(
-        "{} case files ({} bytes) and manifest.json written to {}; {} large cases listed; {} stale files removed",
+        "{} cases ({} bytes of files) and manifest.json written to {}; {} large cases listed; {} stale files removed",
         s.files,
         s.bytes,
         out.display(),

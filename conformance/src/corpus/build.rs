@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::recipe::{DataPiece, HeaderPiece, Pad, Recipe, RecipeError, Writer};
+use super::recipe::{DataPiece, HeaderPiece, Pad, Recipe, RecipeError, ShardFile, Writer};
 
 fn fail<T>(r: &Recipe, msg: impl std::fmt::Display) -> Result<T, RecipeError> {
     Err(RecipeError(format!("{} [{}]: {msg}", r.origin, r.id)))
@@ -40,7 +40,36 @@ pub fn header_bytes(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
                     text.push_str(t);
                 }
             }
+            HeaderPiece::Tensors { count, reverse } => {
+                use std::fmt::Write as _;
+                for k in 0..*count {
+                    let i = if *reverse { count - 1 - k } else { k };
+                    if k > 0 {
+                        text.push(',');
+                    }
+                    let _ = write!(
+                        text,
+                        "\"t{i}\":{{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[{i},{}]}}",
+                        i + 1
+                    );
+                }
+            }
         }
+    }
+    if let Some(enc) = r.encoding {
+        // Padding in the same encoding: spaces of `enc.unit()` bytes each.
+        let mut bytes = enc.encode(&text, r.bom);
+        let Pad::Multiple(m) = r.pad else {
+            return fail(r, "encoding: takes pad: N only");
+        };
+        while !(bytes.len() as u64).is_multiple_of(m) {
+            let before = bytes.len();
+            bytes.extend(enc.encode(" ", false));
+            if bytes.len() - before != enc.unit() {
+                return fail(r, "padding unit");
+            }
+        }
+        return Ok(bytes);
     }
     let mut bytes = text.into_bytes();
     for (marker, replacement) in &r.splices {
@@ -86,8 +115,11 @@ pub fn header_bytes(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
     Ok(bytes)
 }
 
-/// The whole file of a recipe.
+/// The whole file of a recipe (for an index case, the index).
 pub fn file_bytes(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
+    if let Some(index) = &r.index {
+        return Ok(index.as_bytes().to_vec());
+    }
     if let Some(raw) = &r.raw {
         return Ok(raw.clone());
     }
@@ -108,10 +140,41 @@ pub fn file_bytes(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
     Ok(out)
 }
 
+/// One file of an index case's directory, besides the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseFile {
+    /// A regular file with these bytes.
+    Bytes(Vec<u8>),
+    /// A symbolic link to this target.
+    Link(String),
+}
+
+/// The files of an index case's directory besides the index, by file name, in recipe order.
+pub fn shard_files(r: &Recipe) -> Result<Vec<(String, CaseFile)>, RecipeError> {
+    let mut out = Vec::with_capacity(r.shards.len());
+    for (name, f) in &r.shards {
+        let file = match f {
+            ShardFile::Tensors(t) => CaseFile::Bytes(write_tensors(r, t, &[])?),
+            ShardFile::Raw(b) => CaseFile::Bytes(b.clone()),
+            ShardFile::Link(target) => CaseFile::Link(target.clone()),
+        };
+        out.push((name.clone(), file));
+    }
+    Ok(out)
+}
+
 fn stcheck_writer(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
-    let datas: Vec<Vec<u8>> = r.tensors.iter().map(|t| data_bytes(&t.data)).collect();
-    let mut specs = Vec::with_capacity(r.tensors.len());
-    for (t, data) in r.tensors.iter().zip(&datas) {
+    write_tensors(r, &r.tensors, &r.meta)
+}
+
+fn write_tensors(
+    r: &Recipe,
+    tensors: &[super::recipe::WriterTensor],
+    meta: &[(String, String)],
+) -> Result<Vec<u8>, RecipeError> {
+    let datas: Vec<Vec<u8>> = tensors.iter().map(|t| data_bytes(&t.data)).collect();
+    let mut specs = Vec::with_capacity(tensors.len());
+    for (t, data) in tensors.iter().zip(&datas) {
         let Some(dtype) = stcheck::Dtype::from_name(&t.dtype) else {
             return fail(r, format!("unknown dtype {:?}", t.dtype));
         };
@@ -119,11 +182,7 @@ fn stcheck_writer(r: &Recipe) -> Result<Vec<u8>, RecipeError> {
             &t.name, dtype, &t.shape, data,
         ));
     }
-    let meta: Vec<(&str, &str)> = r
-        .meta
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let meta: Vec<(&str, &str)> = meta.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     match stcheck::write::serialize(&specs, &meta) {
         Ok(bytes) => Ok(bytes),
         Err(e) => fail(r, format!("stcheck writer refused: {e}")),

@@ -21,6 +21,12 @@ pub struct ExpectedTensor {
     pub data_offsets: [String; 2],
     /// SHA-256 of the tensor's bytes, lowercase hex.
     pub sha256: String,
+    /// Decoded values, for the decoded-value cases (from the recipe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+    /// Index cases: the shard file it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 /// Metadata entries in header order, serialized as a JSON object.
@@ -37,11 +43,18 @@ impl Serialize for MetadataMap {
     }
 }
 
+/// Files with more tensors than this list none in the manifest, only their count.
+pub const MAX_LISTED: usize = 1000;
+
 /// The expected content of an accepted file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Expected {
-    /// Tensors in offset order (ties, i.e. zero-size tensors at one offset, in header order).
+    /// Tensors in offset order (ties, i.e. zero-size tensors at one offset, in header order);
+    /// empty when there are more than [`MAX_LISTED`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tensors: Vec<ExpectedTensor>,
+    /// How many tensors, a decimal string.
+    pub tensor_count: String,
     /// `null` when `__metadata__` is absent or null.
     pub metadata: Option<MetadataMap>,
 }
@@ -153,12 +166,20 @@ pub fn expected(file: &[u8]) -> Result<Expected, String> {
                 shape,
                 data_offsets: [begin.to_string(), end.to_string()],
                 sha256: sha256_hex(bytes),
+                values: None,
+                shard: None,
             },
         ));
     }
     tensors.sort_by_key(|(b, e, i, _)| (*b, *e, *i));
+    let count = tensors.len();
     Ok(Expected {
-        tensors: tensors.into_iter().map(|(_, _, _, t)| t).collect(),
+        tensors: if count > MAX_LISTED {
+            Vec::new()
+        } else {
+            tensors.into_iter().map(|(_, _, _, t)| t).collect()
+        },
+        tensor_count: count.to_string(),
         metadata,
     })
 }

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use expected::{Expected, ExpectedTensor};
-pub use recipe::{Recipe, Verdict};
+pub use recipe::{Class, Recipe, Verdict, INDEX_FILE};
 
-/// Manifest schema version.
-pub const MANIFEST_VERSION: &str = "1";
+/// Manifest schema version: 2 added `class`, `kind`, `tensor_count`, `values` and `shard`.
+pub const MANIFEST_VERSION: &str = "2";
 
 /// The directories that hold case files, one per verdict.
 pub const CASE_DIRS: &[&str] = &["valid", "invalid", "malformed", "implementation-defined"];
@@ -52,8 +52,14 @@ pub struct Case {
     pub warnings: Vec<String>,
     /// Only a deep scan of the tensor bytes sees the fault or warning.
     pub deep: bool,
-    /// The reference crate's verdict: `accept`, `reject` or `panic`.
-    pub reference: &'static str,
+    /// The reference crate's verdict: `accept`, `reject` or `panic`; absent for index cases
+    /// (the reference has no reader of sharded sets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<&'static str>,
+    /// What getting it wrong means.
+    pub class: Class,
+    /// `file` or `index`.
+    pub kind: &'static str,
     /// One line.
     pub description: String,
     /// For files a strict reader accepts.
@@ -102,6 +108,54 @@ pub fn load_recipes(dir: &Path) -> Result<Vec<Recipe>, String> {
     Ok(out)
 }
 
+/// The rules whose violation is a security matter when a reader misses it: out-of-bounds or
+/// unbounded reads and allocations, crashes, hidden data, and parser differentials (two
+/// readers seeing different tensors in the same bytes). Rejected cases whose first rule is
+/// another one are `strictness`; accepted and implementation-defined cases are
+/// `interoperability`. A recipe's `class:` overrides this, and `attack` cases are `security`.
+pub const SECURITY_RULES: &[&str] = &[
+    "FRAME-SHORT",
+    "FRAME-HEADER-BOUNDS",
+    "FRAME-HEADER-LIMIT",
+    "FRAME-NOT-SAFETENSORS",
+    "UTF8-INVALID",
+    "JSON-DEPTH",
+    "JSON-DUPLICATE-KEY",
+    "SCHEMA-ENTRY",
+    "SCHEMA-UNKNOWN-FIELD",
+    "SIZE-OVERFLOW",
+    "SIZE-MISMATCH",
+    "LAYOUT-OVERLAP",
+    "LAYOUT-GAP",
+    "NAME-CONTROL",
+    "DATA-TRAILING",
+    "DATA-TRUNCATED",
+    "DATA-BOOL",
+    "INDEX-JSON",
+    "INDEX-SHARD-NAME",
+    "INDEX-SHARD-LINK",
+    "INDEX-SHARD-INVALID",
+    "INDEX-TENSOR-UNLISTED",
+    "INDEX-TENSOR-DUPLICATE",
+];
+
+/// A recipe's class: its `class:`, else derived as [`SECURITY_RULES`] says.
+pub fn class_of(r: &Recipe) -> Class {
+    if let Some(c) = r.class {
+        return c;
+    }
+    if r.id.split('/').nth(1) == Some("attack") {
+        return Class::Security;
+    }
+    match r.verdict {
+        Verdict::Accept | Verdict::ImplementationDefined => Class::Interoperability,
+        Verdict::Reject => match r.rules.first() {
+            Some(rule) if SECURITY_RULES.contains(&rule.as_str()) => Class::Security,
+            _ => Class::Strictness,
+        },
+    }
+}
+
 /// Whether stcheck's strict profile accepts the file (the recipe's word on it).
 pub fn strict_accepts(r: &Recipe) -> bool {
     match r.verdict {
@@ -111,27 +165,104 @@ pub fn strict_accepts(r: &Recipe) -> bool {
     }
 }
 
-/// The manifest entry of a recipe whose file is `bytes`.
-pub fn case_entry(r: &Recipe, bytes: &[u8]) -> Result<Case, String> {
-    let reference = match stcheck::reference::verdict(bytes) {
-        stcheck::reference::Verdict::Accept(_) => "accept",
-        stcheck::reference::Verdict::Reject(_) => "reject",
-        stcheck::reference::Verdict::Panic(_) => "panic",
-    };
-    let expected = if strict_accepts(r) {
-        Some(expected::expected(bytes).map_err(|e| format!("{} [{}]: {e}", r.origin, r.id))?)
+/// The path of a case's file (for an index case, its index) relative to the corpus.
+pub fn case_path(r: &Recipe) -> String {
+    if r.index.is_some() {
+        format!("{}/{INDEX_FILE}", r.id)
     } else {
+        format!("{}.safetensors", r.id)
+    }
+}
+
+/// The expected content of an accepted index case: the tensors of every shard the index
+/// names, each with its shard's file name, shards in the order the index first names them.
+fn index_expected(r: &Recipe, index: &[u8]) -> Result<Expected, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(index).map_err(|e| format!("index JSON: {e}"))?;
+    let map = v
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or("index: no weight_map object")?;
+    // serde_json's Map is sorted: read the shard names in file order from the raw text.
+    let mut shards: Vec<&str> = Vec::new();
+    let mut by_pos: Vec<(usize, &str)> = map
+        .values()
+        .filter_map(|s| s.as_str())
+        .filter_map(|s| {
+            let quoted = serde_json::to_string(s).ok()?;
+            let text = std::str::from_utf8(index).ok()?;
+            Some((text.find(&quoted).unwrap_or(usize::MAX), s))
+        })
+        .collect();
+    by_pos.sort();
+    for (_, s) in by_pos {
+        if !shards.contains(&s) {
+            shards.push(s);
+        }
+    }
+    let files = build::shard_files(r).map_err(|e| e.to_string())?;
+    let mut tensors = Vec::new();
+    for name in shards {
+        let bytes = files
+            .iter()
+            .find_map(|(n, f)| match f {
+                build::CaseFile::Bytes(b) if n == name => Some(b),
+                _ => None,
+            })
+            .ok_or_else(|| format!("index names {name:?}, which the recipe does not build"))?;
+        let e = expected::expected(bytes).map_err(|e| format!("shard {name}: {e}"))?;
+        tensors.extend(e.tensors.into_iter().map(|mut t| {
+            t.shard = Some(name.to_owned());
+            t
+        }));
+    }
+    Ok(Expected {
+        tensor_count: tensors.len().to_string(),
+        tensors,
+        metadata: None,
+    })
+}
+
+/// The manifest entry of a recipe whose file (an index case: whose index) is `bytes`.
+pub fn case_entry(r: &Recipe, bytes: &[u8]) -> Result<Case, String> {
+    let at = |e: String| format!("{} [{}]: {e}", r.origin, r.id);
+    let reference = if r.index.is_some() {
         None
+    } else {
+        Some(match stcheck::reference::verdict(bytes) {
+            stcheck::reference::Verdict::Accept(_) => "accept",
+            stcheck::reference::Verdict::Reject(_) => "reject",
+            stcheck::reference::Verdict::Panic(_) => "panic",
+        })
     };
+    let expected = match (strict_accepts(r), r.index.is_some()) {
+        (false, _) => None,
+        (true, true) => Some(index_expected(r, bytes).map_err(at)?),
+        (true, false) => {
+            let mut e = expected::expected(bytes).map_err(at)?;
+            for (name, values) in &r.values {
+                let Some(t) = e.tensors.iter_mut().find(|t| &t.name == name) else {
+                    return Err(at(format!("values: no tensor {name:?}")));
+                };
+                t.values = Some(values.clone());
+            }
+            Some(e)
+        }
+    };
+    if !r.values.is_empty() && expected.is_none() {
+        return Err(at("values: only for accepted cases".to_owned()));
+    }
     Ok(Case {
         id: r.id.clone(),
-        path: format!("{}.safetensors", r.id),
+        path: case_path(r),
         verdict: r.verdict.as_str(),
         reason: r.reason.clone(),
         rules: r.rules.clone(),
         warnings: r.warnings.clone(),
         deep: r.deep,
         reference,
+        class: class_of(r),
+        kind: if r.index.is_some() { "index" } else { "file" },
         description: r.description.clone(),
         expected,
         generate: r.large.then(|| LARGE_COMMAND.to_owned()),
@@ -162,11 +293,46 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
+    // Never write through a symbolic link left by an earlier generation.
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Every `*.safetensors` under the case directories of `dir`, as paths relative to `dir`
-/// with `/` separators, sorted.
+fn write_link(path: &Path, target: &str) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    if fs::symlink_metadata(path).is_ok() {
+        fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    std::os::unix::fs::symlink(target, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Write a recipe's file, or, for an index case, its directory (the index and its shards).
+/// Returns the paths written, relative to `dir`, and the bytes written.
+pub fn write_case(r: &Recipe, bytes: &[u8], dir: &Path) -> Result<(Vec<String>, u64), String> {
+    let path = case_path(r);
+    write_file(&dir.join(&path), bytes)?;
+    let mut written = vec![path];
+    let mut total = bytes.len() as u64;
+    for (name, file) in build::shard_files(r).map_err(|e| e.to_string())? {
+        let rel = format!("{}/{name}", r.id);
+        match file {
+            build::CaseFile::Bytes(b) => {
+                write_file(&dir.join(&rel), &b)?;
+                total += b.len() as u64;
+            }
+            build::CaseFile::Link(target) => write_link(&dir.join(&rel), &target)?,
+        }
+        written.push(rel);
+    }
+    Ok((written, total))
+}
+
+/// Every case file under the case directories of `dir` (`*.safetensors`, and the
+/// `*.json` indexes of index cases), as paths relative to `dir` with `/` separators, sorted.
 pub fn case_files(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, rel: &str, out: &mut Vec<String>) {
         let Ok(entries) = fs::read_dir(base.join(rel)) else {
@@ -177,7 +343,7 @@ pub fn case_files(dir: &Path) -> Vec<String> {
             let child = format!("{rel}/{name}");
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 walk(base, &child, out);
-            } else if name.ends_with(".safetensors") {
+            } else if name.ends_with(".safetensors") || name.ends_with(".json") {
                 out.push(child);
             }
         }
@@ -197,7 +363,7 @@ pub fn large_cases(recipes: &[Recipe], write_to: Option<&Path>) -> Result<Vec<Ca
     for r in recipes.iter().filter(|r| r.large) {
         let bytes = build::file_bytes(r).map_err(|e| e.to_string())?;
         if let Some(dir) = write_to {
-            write_file(&dir.join(format!("{}.safetensors", r.id)), &bytes)?;
+            write_case(r, &bytes, dir)?;
         }
         out.push(case_entry(r, &bytes)?);
     }
@@ -214,9 +380,9 @@ pub fn generate(recipes_dir: &Path, out_dir: &Path) -> Result<Summary, String> {
     for r in recipes.iter().filter(|r| !r.large) {
         let bytes = build::file_bytes(r).map_err(|e| e.to_string())?;
         let entry = case_entry(r, &bytes)?;
-        write_file(&out_dir.join(&entry.path), &bytes)?;
-        bytes_total += bytes.len() as u64;
-        written.insert(entry.path.clone());
+        let (paths, n) = write_case(r, &bytes, out_dir)?;
+        bytes_total += n;
+        written.extend(paths);
         cases.push(entry);
     }
     let large = large_cases(&recipes, None)?;
@@ -235,7 +401,7 @@ pub fn generate(recipes_dir: &Path, out_dir: &Path) -> Result<Summary, String> {
         }
     }
     Ok(Summary {
-        files: written.len(),
+        files: manifest.cases.len(),
         bytes: bytes_total,
         large: manifest.large.len(),
         removed,

@@ -44,6 +44,80 @@ pub enum HeaderPiece {
     Text(String),
     /// Text repeated a number of times.
     Repeat(u64, String),
+    /// `COUNT` one-byte U8 tensors `t0`, `t1`, ... covering `[0, COUNT)` in offset order,
+    /// as comma-separated members (no braces); `reverse` lists them from the last offset down.
+    Tensors {
+        /// How many.
+        count: u64,
+        /// Listed from the last offset to the first.
+        reverse: bool,
+    },
+}
+
+/// A text encoding for the header other than UTF-8 (`encoding:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// UTF-16, little-endian code units.
+    Utf16Le,
+    /// UTF-16, big-endian code units.
+    Utf16Be,
+    /// UTF-32, little-endian.
+    Utf32Le,
+    /// UTF-32, big-endian.
+    Utf32Be,
+}
+
+impl Encoding {
+    /// Encode `text`, with a byte-order mark first when `bom`.
+    pub fn encode(self, text: &str, bom: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut put = |c: u32| match self {
+            Encoding::Utf16Le | Encoding::Utf16Be => {
+                let mut units = [0u16; 2];
+                let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+                for u in ch.encode_utf16(&mut units) {
+                    let b = if self == Encoding::Utf16Le {
+                        u.to_le_bytes()
+                    } else {
+                        u.to_be_bytes()
+                    };
+                    out.extend_from_slice(&b);
+                }
+            }
+            Encoding::Utf32Le => out.extend_from_slice(&c.to_le_bytes()),
+            Encoding::Utf32Be => out.extend_from_slice(&c.to_be_bytes()),
+        };
+        if bom {
+            put(0xFEFF);
+        }
+        for ch in text.chars() {
+            put(u32::from(ch));
+        }
+        out
+    }
+
+    /// Bytes per space character in this encoding (the padding unit).
+    pub fn unit(self) -> usize {
+        match self {
+            Encoding::Utf16Le | Encoding::Utf16Be => 2,
+            Encoding::Utf32Le | Encoding::Utf32Be => 4,
+        }
+    }
+}
+
+/// What a case tests (`class:`); when absent, derived from its verdict and first rule (see
+/// `corpus/README.md`).
+pub use crate::runner::manifest::Class;
+
+/// A shard file of an index case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardFile {
+    /// Built with stcheck's writer from these tensors.
+    Tensors(Vec<WriterTensor>),
+    /// These bytes.
+    Raw(Vec<u8>),
+    /// A symbolic link to this target (relative to the case's directory).
+    Link(String),
 }
 
 /// One piece of the data region (everything after the header).
@@ -129,7 +203,22 @@ pub struct Recipe {
     pub tensors: Vec<WriterTensor>,
     /// The writer's metadata.
     pub meta: Vec<(String, String)>,
+    /// `class:`, when the author sets it.
+    pub class: Option<Class>,
+    /// `encoding:` of the header text (UTF-8 when absent), with `bom:`.
+    pub encoding: Option<Encoding>,
+    /// A byte-order mark before the header text in `encoding`.
+    pub bom: bool,
+    /// `values: NAME V V ...`: decoded values of a tensor, for the manifest.
+    pub values: Vec<(String, Vec<String>)>,
+    /// An index case: the text of the index (`index:` lines).
+    pub index: Option<String>,
+    /// An index case's files in the case directory, in recipe order.
+    pub shards: Vec<(String, ShardFile)>,
 }
+
+/// The file name of the index in an index case's directory.
+pub const INDEX_FILE: &str = "model.safetensors.index.json";
 
 /// A recipe that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,6 +360,12 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
                 writer: None,
                 tensors: Vec::new(),
                 meta: Vec::new(),
+                class: None,
+                encoding: None,
+                bom: false,
+                values: Vec::new(),
+                index: None,
+                shards: Vec::new(),
             });
             continue;
         }
@@ -359,6 +454,74 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
                 let (k, v) = value.split_once(' ').unwrap_or((value, ""));
                 r.meta.push((k.to_owned(), v.to_owned()));
             }
+            "class" => {
+                r.class = Some(match value {
+                    "security" => Class::Security,
+                    "interoperability" => Class::Interoperability,
+                    "strictness" => Class::Strictness,
+                    _ => return err(&origin, format!("unknown class {value:?}")),
+                })
+            }
+            "encoding" => {
+                r.encoding = Some(match value {
+                    "utf-16le" => Encoding::Utf16Le,
+                    "utf-16be" => Encoding::Utf16Be,
+                    "utf-32le" => Encoding::Utf32Le,
+                    "utf-32be" => Encoding::Utf32Be,
+                    _ => return err(&origin, format!("unknown encoding {value:?}")),
+                })
+            }
+            "bom" => r.bom = parse_bool(&origin, value)?,
+            "header-tensors" => {
+                let (count, order) = value.split_once(' ').unwrap_or((value, "forward"));
+                let Ok(count) = count.parse::<u64>() else {
+                    return err(&origin, format!("bad count {count:?}"));
+                };
+                let reverse = match order {
+                    "forward" => false,
+                    "reverse" => true,
+                    _ => return err(&origin, "header-tensors: COUNT forward|reverse"),
+                };
+                r.header.push(HeaderPiece::Tensors { count, reverse });
+            }
+            "values" => {
+                let mut words = value.split(' ').filter(|w| !w.is_empty());
+                let Some(name) = words.next() else {
+                    return err(&origin, "values needs NAME VALUE...");
+                };
+                r.values
+                    .push((name.to_owned(), words.map(str::to_owned).collect()));
+            }
+            "index" => r.index.get_or_insert_with(String::new).push_str(value),
+            "shard" => {
+                let Some((file, rest)) = value.split_once(' ') else {
+                    return err(&origin, "shard needs FILE NAME DTYPE DIMS DATA");
+                };
+                let t = parse_tensor(&origin, rest)?;
+                match r.shards.iter_mut().find(|(f, _)| f == file) {
+                    Some((_, ShardFile::Tensors(v))) => v.push(t),
+                    Some(_) => return err(&origin, format!("{file} is already another kind")),
+                    None => r
+                        .shards
+                        .push((file.to_owned(), ShardFile::Tensors(vec![t]))),
+                }
+            }
+            "shard-raw" => {
+                let Some((file, hex)) = value.split_once(' ') else {
+                    return err(&origin, "shard-raw needs FILE HEX");
+                };
+                match parse_hex(hex) {
+                    Some(b) => r.shards.push((file.to_owned(), ShardFile::Raw(b))),
+                    None => return err(&origin, format!("bad hex {hex:?}")),
+                }
+            }
+            "shard-link" => {
+                let Some((file, target)) = value.split_once(' ') else {
+                    return err(&origin, "shard-link needs FILE TARGET");
+                };
+                r.shards
+                    .push((file.to_owned(), ShardFile::Link(target.to_owned())));
+            }
             _ => return err(&origin, format!("unknown key {key:?}")),
         }
     }
@@ -432,9 +595,18 @@ fn check(r: &Recipe) -> Result<(), RecipeError> {
     }
     let sources = usize::from(r.raw.is_some())
         + usize::from(!r.header.is_empty())
-        + usize::from(r.writer.is_some());
+        + usize::from(r.writer.is_some())
+        + usize::from(r.index.is_some());
     if sources != 1 {
-        return err(o, "exactly one of raw, header, build");
+        return err(o, "exactly one of raw, header, build, index");
+    }
+    if r.index.is_none() && !r.shards.is_empty() {
+        return err(o, "shard lines need an index");
+    }
+    for (file, _) in &r.shards {
+        if file.is_empty() || file.contains('/') || file == INDEX_FILE {
+            return err(o, format!("bad shard file name {file:?}"));
+        }
     }
     Ok(())
 }

@@ -4,10 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::exec::Status;
 use super::manifest::{Case, Expected, ReferenceVerdict, Verdict};
 use super::outcome::Outcome;
-use super::protocol::{self, Reported};
+use super::protocol::{self, Reason, Reported};
+use super::values;
 
 /// Which verdicts a run judges against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -44,6 +44,23 @@ pub struct Expectation<'a> {
     pub content: Option<&'a Expected>,
     /// Warning rule IDs to compare when the adapter reports warnings.
     pub warnings: Option<Vec<String>>,
+    /// For a rejection: the rule that rejects the file, compared when the adapter names one.
+    pub rule: Option<&'a str>,
+}
+
+/// What an adapter answered on one case, whichever mode it runs in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// It accepted the file: its answer as JSON, or why that is not JSON.
+    Accepted(Result<serde_json::Value, String>),
+    /// It refused the file (exit 1), with the reason it gave, if any.
+    Rejected(Reason),
+    /// It does not support what the file needs (exit 4).
+    Unsupported(Reason),
+    /// Anything else: another exit code, a signal, a crash it reported, a protocol error.
+    Crashed(String),
+    /// Still running at the timeout.
+    TimedOut,
 }
 
 /// Rules only a scan of the data region can find; header-only readers never report them.
@@ -68,21 +85,25 @@ impl<'a> Expectation<'a> {
                     expect: Expect::Accept,
                     content: case.expected.as_ref(),
                     warnings: header_warnings(),
+                    rule: None,
                 },
                 Verdict::Reject if case.deep && !deep => Expectation {
                     expect: Expect::Accept,
                     content: case.expected.as_ref(),
                     warnings: None,
+                    rule: None,
                 },
                 Verdict::Reject => Expectation {
                     expect: Expect::Reject,
                     content: None,
                     warnings: None,
+                    rule: case.rules.first().map(String::as_str),
                 },
                 Verdict::ImplementationDefined => Expectation {
                     expect: Expect::Either,
                     content: None,
                     warnings: None,
+                    rule: None,
                 },
             },
             Judge::Reference => {
@@ -99,33 +120,44 @@ impl<'a> Expectation<'a> {
                 } else {
                     None
                 };
+                // The reference's errors name no SPEC rule: no rule is compared.
                 Expectation {
                     expect,
                     content,
                     warnings: None,
+                    rule: None,
                 }
             }
         }
     }
 }
 
-/// Classify one run. The detail says what differed (empty for a plain pass).
-pub fn classify(exp: &Expectation<'_>, status: Status, stdout: &[u8]) -> (Outcome, String) {
-    match status {
-        Status::TimedOut => (Outcome::Timeout, "killed after the timeout".to_owned()),
-        Status::Signaled(sig) if exp.expect == Expect::Crash => (
+/// Classify one answer. The detail says what differed (empty for a plain pass).
+pub fn classify(exp: &Expectation<'_>, answer: &Answer) -> (Outcome, String) {
+    match answer {
+        Answer::TimedOut => (Outcome::Timeout, "killed after the timeout".to_owned()),
+        Answer::Crashed(how) if exp.expect == Expect::Crash => (
             Outcome::Pass,
-            format!("crashed (signal {sig}) as the reference does"),
+            format!("crashed ({how}) as the reference does"),
         ),
-        Status::Signaled(sig) => (Outcome::Crash, format!("killed by signal {sig}")),
-        Status::Exited(0) => match exp.expect {
+        Answer::Crashed(how) => (Outcome::Crash, how.clone()),
+        Answer::Unsupported(reason) => (Outcome::Unsupported, show_reason(reason)),
+        Answer::Accepted(json) => match exp.expect {
             Expect::Reject => (Outcome::ShouldHaveRejected, String::new()),
             Expect::Crash => (Outcome::ShouldHaveCrashed, "accepted".to_owned()),
-            Expect::Either => match protocol::parse(stdout) {
+            Expect::Either => match json
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(protocol::parse_value)
+            {
                 Ok(_) => (Outcome::Accepted, String::new()),
                 Err(e) => (Outcome::WrongContent, e),
             },
-            Expect::Accept => match protocol::parse(stdout) {
+            Expect::Accept => match json
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(protocol::parse_value)
+            {
                 Err(e) => (Outcome::WrongContent, e),
                 Ok(reported) => match compare(exp, &reported) {
                     Ok(()) => (Outcome::Pass, String::new()),
@@ -133,17 +165,28 @@ pub fn classify(exp: &Expectation<'_>, status: Status, stdout: &[u8]) -> (Outcom
                 },
             },
         },
-        Status::Exited(1) => match exp.expect {
-            Expect::Reject => (Outcome::Pass, String::new()),
-            Expect::Accept => (Outcome::ShouldHaveAccepted, String::new()),
-            Expect::Either => (Outcome::Rejected, String::new()),
+        Answer::Rejected(reason) => match exp.expect {
+            Expect::Reject => match (&reason.rule, exp.rule) {
+                (Some(got), Some(want)) if got != want => (
+                    Outcome::WrongRule,
+                    format!("rejected for {} (the case is {want})", show(got)),
+                ),
+                _ => (Outcome::Pass, show_reason(reason)),
+            },
+            Expect::Accept => (Outcome::ShouldHaveAccepted, show_reason(reason)),
+            Expect::Either => (Outcome::Rejected, show_reason(reason)),
             Expect::Crash => (Outcome::ShouldHaveCrashed, "rejected".to_owned()),
         },
-        Status::Exited(code) if exp.expect == Expect::Crash => (
-            Outcome::Pass,
-            format!("crashed (exit {code}) as the reference does"),
-        ),
-        Status::Exited(code) => (Outcome::Crash, format!("exit code {code}")),
+    }
+}
+
+/// `[RULE] message`, `[RULE]` or `message`, for reports.
+pub fn show_reason(reason: &Reason) -> String {
+    match (&reason.rule, &reason.message) {
+        (Some(r), Some(m)) => format!("[{r}] {m}"),
+        (Some(r), None) => format!("[{r}]"),
+        (None, Some(m)) => m.clone(),
+        (None, None) => String::new(),
     }
 }
 
@@ -164,6 +207,18 @@ pub fn compare(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String>
             if by_name.insert(t.name.as_str(), t).is_some() {
                 return Err(format!("reports tensor {} twice", show(&t.name)));
             }
+        }
+        let listed = content.tensors.len().to_string();
+        let count = content.tensor_count.as_deref().unwrap_or(&listed);
+        if count != listed {
+            // Too many tensors to list in the manifest: compare the count only.
+            if by_name.len().to_string() != count {
+                return Err(format!(
+                    "reports {} tensors (expected {count})",
+                    by_name.len()
+                ));
+            }
+            return compare_warnings(exp, reported);
         }
         let mut wanted = BTreeSet::new();
         for e in &content.tensors {
@@ -202,6 +257,18 @@ pub fn compare(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String>
                     ));
                 }
             }
+            if let (Some(r_shard), Some(e_shard)) = (&r.shard, &e.shard) {
+                if r_shard != e_shard {
+                    return Err(format!(
+                        "tensor {name}: read from shard {} (expected {})",
+                        show(r_shard),
+                        show(e_shard)
+                    ));
+                }
+            }
+            if let (Some(r_val), Some(e_val)) = (&r.values, &e.values) {
+                values::compare(r_val, e_val).map_err(|e| format!("tensor {name}: {e}"))?;
+            }
         }
         if let Some(extra) = by_name.keys().find(|n| !wanted.contains(*n)) {
             return Err(format!(
@@ -227,6 +294,10 @@ pub fn compare(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String>
             }
         }
     }
+    compare_warnings(exp, reported)
+}
+
+fn compare_warnings(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String> {
     if let (Some(got), Some(want)) = (&reported.warnings, &exp.warnings) {
         let got: BTreeSet<&str> = got.iter().map(String::as_str).collect();
         let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();

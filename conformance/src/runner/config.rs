@@ -6,7 +6,11 @@
 //! - `${ROOT}`: its parent (the repository root);
 //! - `${BIN}`: the directory of the running `stconform` (the Rust adapters are built beside it);
 //! - `${VENV}`: `${ROOT}/target/conformance-venv` (made by `setup-python.sh`);
-//! - `${NODE_DIR}`: `${ROOT}/target/conformance-node` (made by `setup-node.sh`).
+//! - `${NODE_DIR}`: `${ROOT}/target/conformance-node` (made by `setup-node.sh`);
+//! - `${TORCH_VENV}`: `${ROOT}/target/conformance-venv-torch` (made by
+//!   `setup-fastsafetensors.sh`);
+//! - `${TARGET}`: `${ROOT}/target` (where `run-all.sh` builds the adapters kept outside the
+//!   workspace, such as candle's).
 //!
 //! `known_failures` is relative to the config file's directory.
 
@@ -29,6 +33,12 @@ pub struct AdapterConfig {
     /// It scans the data region.
     #[serde(default)]
     pub deep: bool,
+    /// It speaks protocol v2's persistent mode (its command includes whatever flag it needs).
+    #[serde(default)]
+    pub persistent: bool,
+    /// It has an index mode: the sharded-set cases are run too.
+    #[serde(default)]
+    pub index: bool,
     /// What it is judged against.
     #[serde(default)]
     pub judge: Judge,
@@ -83,6 +93,11 @@ impl Config {
                 "${NODE_DIR}",
                 &root.join("target/conformance-node").to_string_lossy(),
             )
+            .replace(
+                "${TORCH_VENV}",
+                &root.join("target/conformance-venv-torch").to_string_lossy(),
+            )
+            .replace("${TARGET}", &root.join("target").to_string_lossy())
     }
 
     /// An adapter's command with the variables replaced.

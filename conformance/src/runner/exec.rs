@@ -39,7 +39,7 @@ pub struct Ran {
     pub elapsed: Duration,
 }
 
-fn read_capped(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+pub(crate) fn read_capped(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let mut kept = Vec::new();
@@ -59,7 +59,7 @@ fn read_capped(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
 }
 
 /// `kill -KILL -PGID` on the process group led by the process `leader`.
-fn kill_process_group(leader: u32) {
+pub(crate) fn kill_process_group(leader: u32) {
     let _ = Command::new("kill")
         .arg("-KILL")
         .arg("--")
@@ -71,7 +71,7 @@ fn kill_process_group(leader: u32) {
 }
 
 /// Kill the child's whole process group, then the child itself.
-fn kill_group(child: &mut Child) {
+pub(crate) fn kill_group(child: &mut Child) {
     // The group was created with the child as its leader, and the child is not reaped yet, so
     // the group ID cannot have been reused.
     kill_process_group(child.id());
@@ -79,8 +79,14 @@ fn kill_group(child: &mut Child) {
 }
 
 /// Run `command` (program and arguments) with `file` appended, stdin closed, for at most
-/// `timeout`. An error is returned only when the program cannot be started.
-pub fn run(command: &[String], file: &Path, timeout: Duration) -> std::io::Result<Ran> {
+/// `timeout`, with the environment variables `env` added. An error is returned only when the
+/// program cannot be started.
+pub fn run(
+    command: &[String],
+    file: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> std::io::Result<Ran> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"))?;
@@ -88,6 +94,7 @@ pub fn run(command: &[String], file: &Path, timeout: Duration) -> std::io::Resul
     let mut child = Command::new(program)
         .args(args)
         .arg(file)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

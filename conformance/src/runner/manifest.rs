@@ -1,7 +1,8 @@
 //! `corpus/manifest.json`: the cases and what a conforming reader must do with each.
 //!
 //! Every integer in the manifest is a decimal string, so no reader loses precision on values
-//! near 2^64. Unknown fields are ignored, so the manifest can grow without breaking runners.
+//! near 2^64. Unknown fields are ignored, so the manifest can grow without breaking runners
+//! (other tools add per-case fields of their own).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,17 +49,76 @@ pub struct ExpectedTensor {
     /// SHA-256 of the tensor's bytes, lower-case hex.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// Decoded values, row-major, for the decoded-value cases: decimal strings, `nan`, `inf`,
+    /// `-inf` (see `PROTOCOL.md`).
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+    /// Index cases: the shard file the tensor is in.
+    #[serde(default)]
+    pub shard: Option<String>,
 }
 
 /// The expected content of an accepted case.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Expected {
-    /// The tensors (any order).
+    /// The tensors (any order). For cases with very many tensors the manifest lists none and
+    /// gives only [`Expected::tensor_count`].
     #[serde(default)]
     pub tensors: Vec<ExpectedTensor>,
+    /// How many tensors the file has, a decimal string (absent in version-1 manifests).
+    #[serde(default)]
+    pub tensor_count: Option<String>,
     /// `__metadata__`: `null` when absent or null.
     #[serde(default)]
     pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// Whether a case is one file or a sharded set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// One `.safetensors` file (the default).
+    #[default]
+    File,
+    /// A sharded checkpoint: `path` is its `*.safetensors.index.json`, the shards are beside
+    /// it. Only adapters with an index mode run these cases.
+    Index,
+}
+
+/// What getting a case wrong means, so an implementer knows what to fix first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// Getting it wrong lets a file read out of bounds, allocate or recurse without bound,
+    /// crash the reader, hide data, or show two readers different tensors.
+    Security,
+    /// Getting it wrong refuses or misreads files that real writers produce and other readers
+    /// load.
+    Interoperability,
+    /// Format hygiene: a fault that is not dangerous on its own, which a strict reader refuses
+    /// so that files stay portable.
+    Strictness,
+}
+
+impl Class {
+    /// Every class, in report order.
+    pub const ALL: &'static [Class] =
+        &[Class::Security, Class::Interoperability, Class::Strictness];
+
+    /// `security`, `interoperability` or `strictness`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Security => "security",
+            Class::Interoperability => "interoperability",
+            Class::Strictness => "strictness",
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One case of the corpus.
@@ -92,12 +152,19 @@ pub struct Case {
     /// Expected content, for cases a reader accepts.
     #[serde(default)]
     pub expected: Option<Expected>,
+    /// What getting it wrong means (absent in version-1 manifests).
+    #[serde(default)]
+    pub class: Option<Class>,
+    /// One file or a sharded set.
+    #[serde(default)]
+    pub kind: Kind,
 }
 
 /// The whole manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// Format version, `"1"`.
+    /// Format version, `"1"` or `"2"` (2 adds `class`, `kind`, `tensor_count`, `values`,
+    /// `shard`).
     pub version: String,
     /// The cases.
     pub cases: Vec<Case>,
@@ -123,11 +190,11 @@ impl fmt::Display for ManifestError {
 impl std::error::Error for ManifestError {}
 
 impl Manifest {
-    /// Parse a manifest, and check what the runner relies on: version `"1"`, unique IDs,
-    /// relative paths that stay inside the corpus.
+    /// Parse a manifest, and check what the runner relies on: version `"1"` or `"2"`, unique
+    /// IDs, relative paths that stay inside the corpus.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let m: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if m.version != "1" {
+        if m.version != "1" && m.version != "2" {
             return Err(format!("unsupported manifest version {:?}", m.version));
         }
         let mut seen = std::collections::BTreeSet::new();

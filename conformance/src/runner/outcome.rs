@@ -17,6 +17,10 @@ pub enum Outcome {
     ShouldHaveAccepted,
     /// The case must be rejected; the adapter accepted it (exit 0).
     ShouldHaveRejected,
+    /// The case must be rejected; the adapter rejected it and named a rule (protocol v2), but
+    /// not the rule the case is about: it refused the file for a fault the file does not have
+    /// (or by accident, e.g. a type error in the reader).
+    WrongRule,
     /// The adapter accepted, but what it reported (tensors, metadata, bytes, warnings)
     /// differs from the expected content, or its output is not protocol JSON.
     WrongContent,
@@ -27,6 +31,9 @@ pub enum Outcome {
     Crash,
     /// Still running after the timeout; the runner killed it.
     Timeout,
+    /// The adapter said it does not support what the case needs (exit 4, protocol v2), e.g. a
+    /// dtype it has no type for. Counted apart: neither a pass nor a failure.
+    Unsupported,
     /// Implementation-defined case: the adapter accepted it.
     Accepted,
     /// Implementation-defined case: the adapter rejected it.
@@ -39,8 +46,10 @@ impl Outcome {
         Outcome::Pass,
         Outcome::Accepted,
         Outcome::Rejected,
+        Outcome::Unsupported,
         Outcome::ShouldHaveAccepted,
         Outcome::ShouldHaveRejected,
+        Outcome::WrongRule,
         Outcome::WrongContent,
         Outcome::ShouldHaveCrashed,
         Outcome::Crash,
@@ -53,12 +62,14 @@ impl Outcome {
             Outcome::Pass => "PASS",
             Outcome::ShouldHaveAccepted => "SHOULD_HAVE_ACCEPTED",
             Outcome::ShouldHaveRejected => "SHOULD_HAVE_REJECTED",
+            Outcome::WrongRule => "WRONG_RULE",
             Outcome::WrongContent => "WRONG_CONTENT",
             Outcome::ShouldHaveCrashed => "SHOULD_HAVE_CRASHED",
             Outcome::Crash => "CRASH",
             Outcome::Timeout => "TIMEOUT",
             Outcome::Accepted => "ACCEPTED",
             Outcome::Rejected => "REJECTED",
+            Outcome::Unsupported => "UNSUPPORTED",
         }
     }
 
@@ -67,10 +78,14 @@ impl Outcome {
         Outcome::ALL.iter().copied().find(|o| o.name() == name)
     }
 
-    /// Whether this is a failure: the adapter broke an expectation. `PASS` and the choices on
-    /// implementation-defined cases (`ACCEPTED`, `REJECTED`) are not.
+    /// Whether this is a failure: the adapter broke an expectation. `PASS`, the choices on
+    /// implementation-defined cases (`ACCEPTED`, `REJECTED`) and `UNSUPPORTED` (counted apart)
+    /// are not.
     pub fn is_failure(self) -> bool {
-        !matches!(self, Outcome::Pass | Outcome::Accepted | Outcome::Rejected)
+        !matches!(
+            self,
+            Outcome::Pass | Outcome::Accepted | Outcome::Rejected | Outcome::Unsupported
+        )
     }
 
     /// A short cell for the Markdown matrix. Failures are bold.
@@ -81,6 +96,8 @@ impl Outcome {
             Outcome::Rejected => "rejects",
             Outcome::ShouldHaveAccepted => "**REJECTS**",
             Outcome::ShouldHaveRejected => "**ACCEPTS**",
+            Outcome::WrongRule => "**RULE**",
+            Outcome::Unsupported => "unsupported",
             Outcome::WrongContent => "**CONTENT**",
             Outcome::ShouldHaveCrashed => "**NO-PANIC**",
             Outcome::Crash => "**CRASH**",

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 
 use super::classify::Judge;
 use super::known::Difference;
-use super::manifest::{Manifest, Verdict};
+use super::manifest::{Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
-use super::run::RunResults;
+use super::run::{CaseResult, RunResults};
 
 fn judge_name(j: Judge) -> &'static str {
     match j {
@@ -25,8 +25,51 @@ pub fn counts(results: &RunResults) -> String {
         .join(", ")
 }
 
-/// The terminal summary of one run. `verbose` lists every case, not only the failures.
-pub fn summary(results: &RunResults, differences: Option<&[Difference]>, verbose: bool) -> String {
+/// The counts of some cases, e.g. `PASS 150, SHOULD_HAVE_REJECTED 3`.
+fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult>) -> String {
+    let mut by: BTreeMap<Outcome, usize> = BTreeMap::new();
+    for c in cases {
+        *by.entry(c.outcome).or_default() += 1;
+    }
+    Outcome::ALL
+        .iter()
+        .filter_map(|o| by.get(o).map(|n| format!("{o} {n}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `[RULE, RULE] description` of a case, from the manifest.
+fn about(manifest: Option<&Manifest>, id: &str) -> String {
+    let Some(case) = manifest.and_then(|m| m.case(id)) else {
+        return String::new();
+    };
+    let mut s = String::new();
+    if !case.rules.is_empty() {
+        let _ = write!(s, "[{}]", case.rules.join(", "));
+    }
+    if !case.description.is_empty() {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&case.description);
+    }
+    s
+}
+
+/// The sort key of a class in reports: security first, unclassified last.
+fn class_rank(c: Option<Class>) -> usize {
+    c.and_then(|c| Class::ALL.iter().position(|x| *x == c))
+        .unwrap_or(Class::ALL.len())
+}
+
+/// The terminal summary of one run: the counts, the counts per class, then every case that is
+/// not `PASS` (every case with `verbose`), security first, each with its rule and description.
+pub fn summary(
+    results: &RunResults,
+    manifest: Option<&Manifest>,
+    differences: Option<&[Difference]>,
+    verbose: bool,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -37,15 +80,56 @@ pub fn summary(results: &RunResults, differences: Option<&[Difference]>, verbose
         results.cases.len(),
         counts(results)
     );
-    for c in &results.cases {
-        if !verbose && c.outcome == Outcome::Pass {
-            continue;
+    if results.cases.iter().any(|c| c.class.is_some()) {
+        for class in Class::ALL.iter().map(|c| Some(*c)).chain([None]) {
+            let n = results.cases.iter().filter(|c| c.class == class).count();
+            if n == 0 {
+                continue;
+            }
+            let name = class.map(Class::name).unwrap_or("unclassified");
+            let _ = writeln!(
+                s,
+                "  {name:<17} {n:>4} cases: {}",
+                count_line(results.cases.iter().filter(|c| c.class == class))
+            );
         }
+    }
+    if let Some(m) = manifest {
+        let skipped = m
+            .cases
+            .iter()
+            .filter(|c| c.kind == Kind::Index && results.case(&c.id).is_none())
+            .count();
+        if !results.index && skipped > 0 {
+            let _ = writeln!(
+                s,
+                "  ({skipped} sharded-set cases not run: the adapter has no index mode, --index)"
+            );
+        }
+    }
+    let mut shown: Vec<&CaseResult> = results
+        .cases
+        .iter()
+        .filter(|c| verbose || c.outcome != Outcome::Pass)
+        .collect();
+    shown.sort_by_key(|c| class_rank(c.class));
+    for c in shown {
         let mut line = format!("  {:<21} {}", c.outcome.name(), c.id);
-        if !c.detail.is_empty() {
-            let _ = write!(line, ": {}", c.detail);
+        let what = about(manifest, &c.id);
+        if !what.is_empty() {
+            let _ = write!(line, " {what}");
         }
-        if c.outcome.is_failure() && !c.stderr.is_empty() && c.outcome != Outcome::WrongContent {
+        if let Some(class) = c.class {
+            let _ = write!(line, " ({class})");
+        }
+        if !c.detail.is_empty() {
+            let _ = write!(line, " — {}", c.detail);
+        }
+        if c.outcome.is_failure()
+            && !c.stderr.is_empty()
+            && c.outcome != Outcome::WrongContent
+            && c.message.is_none()
+        {
             let _ = write!(line, " [stderr: {}]", c.stderr);
         }
         let _ = writeln!(s, "{line}");
@@ -80,9 +164,9 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
-        "| Implementation | judged against | cases | PASS | failures | implementation-defined: accepts / rejects |"
+        "| Implementation | judged against | cases | PASS | failures | failures by class | unsupported | implementation-defined: accepts / rejects |"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---|---|");
+    let _ = writeln!(s, "|---|---|---:|---:|---|---|---:|---|");
     for r in runs {
         let n = |o: Outcome| r.summary.get(&o).copied().unwrap_or(0);
         let fails: Vec<String> = Outcome::ALL
@@ -90,9 +174,20 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
             .filter(|o| o.is_failure() && n(**o) > 0)
             .map(|o| format!("{o} {}", n(*o)))
             .collect();
+        let by_class: Vec<String> = Class::ALL
+            .iter()
+            .filter_map(|class| {
+                let k = r
+                    .cases
+                    .iter()
+                    .filter(|c| c.class == Some(*class) && c.outcome.is_failure())
+                    .count();
+                (k > 0).then(|| format!("{class} {k}"))
+            })
+            .collect();
         let _ = writeln!(
             s,
-            "| {} | {}{} | {} | {} | {} | {} / {} |",
+            "| {} | {}{} | {} | {} | {} | {} | {} | {} / {} |",
             md(&r.adapter),
             judge_name(r.judge),
             if r.deep { " (deep)" } else { "" },
@@ -103,6 +198,12 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
             } else {
                 fails.join(", ")
             },
+            if by_class.is_empty() {
+                "-".to_owned()
+            } else {
+                by_class.join(", ")
+            },
+            n(Outcome::Unsupported),
             n(Outcome::Accepted),
             n(Outcome::Rejected)
         );
@@ -111,7 +212,7 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
     let _ = writeln!(s, "\n## Divergences by implementation\n");
     for r in runs {
         let _ = writeln!(s, "### {}\n", md(&r.adapter));
-        let mut by: BTreeMap<Outcome, Vec<&super::run::CaseResult>> = BTreeMap::new();
+        let mut by: BTreeMap<Outcome, Vec<&CaseResult>> = BTreeMap::new();
         for c in &r.cases {
             if c.outcome != Outcome::Pass {
                 by.entry(c.outcome).or_default().push(c);
@@ -121,19 +222,19 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
             let _ = writeln!(s, "Passes every case.\n");
             continue;
         }
-        for (o, cases) in by {
+        for (o, mut cases) in by {
+            cases.sort_by_key(|c| class_rank(c.class));
             let _ = writeln!(s, "- **{o}** ({}):", cases.len());
             for c in cases {
                 let mut line = format!("  - `{}`", md(&c.id));
-                if let Some(case) = manifest.and_then(|m| m.case(&c.id)) {
-                    if !case.rules.is_empty() {
-                        let _ = write!(line, " [{}]", case.rules.join(", "));
-                    }
-                    if !case.description.is_empty() {
-                        let _ = write!(line, " {}", md(&case.description));
-                    }
+                let what = about(manifest, &c.id);
+                if !what.is_empty() {
+                    let _ = write!(line, " {}", md(&what));
                 }
-                if !c.detail.is_empty() && o.is_failure() {
+                if let Some(class) = c.class {
+                    let _ = write!(line, " ({class})");
+                }
+                if !c.detail.is_empty() && (o.is_failure() || o == Outcome::Unsupported) {
                     let _ = write!(line, " — {}", md(&c.detail));
                 }
                 let _ = writeln!(s, "{line}");
@@ -146,13 +247,15 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
     let _ = writeln!(
         s,
         "`ok` = as expected; `accepts`/`rejects` = the choice on an implementation-defined case; \
-         **ACCEPTS** = should have rejected; **REJECTS** = should have accepted; **CONTENT** = \
-         accepted with wrong tensors, bytes, metadata or warnings; **CRASH**, **TIMEOUT**; \
+         **ACCEPTS** = should have rejected; **REJECTS** = should have accepted; **RULE** = \
+         rejected, naming another rule than the case's; **CONTENT** = accepted with wrong \
+         tensors, bytes, values, metadata or warnings; `unsupported` = the implementation said \
+         it does not support what the case needs; **CRASH**, **TIMEOUT**; \
          **NO-PANIC** = the reference panics here and this run did not crash (reference-judged \
          runs only); `-` = not run.\n"
     );
-    let mut header = "| Case | verdict |".to_owned();
-    let mut rule = "|---|---|".to_owned();
+    let mut header = "| Case | verdict | class |".to_owned();
+    let mut rule = "|---|---|---|".to_owned();
     for r in runs {
         let _ = write!(header, " {} |", md(&r.adapter));
         rule.push_str("---|");
@@ -193,7 +296,12 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
                 (Verdict::ImplementationDefined, _) => "impl-defined",
             })
             .unwrap_or("?");
-        let mut row = format!("| `{}` | {verdict} |", md(&id));
+        let class = manifest
+            .and_then(|m| m.case(&id))
+            .and_then(|c| c.class)
+            .map(Class::name)
+            .unwrap_or("-");
+        let mut row = format!("| `{}` | {verdict} | {class} |", md(&id));
         for r in runs {
             let cell = r.case(&id).map(|c| c.outcome.cell()).unwrap_or("-");
             let _ = write!(row, " {cell} |");

@@ -8,11 +8,19 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::{classify, Expect, Expectation, Judge};
+use super::classify::{classify, Answer, Expect, Expectation, Judge};
 use super::exec;
 use super::glob;
-use super::manifest::{Manifest, Verdict};
+use super::manifest::{Case, Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
+use super::persistent::{Asked, Worker};
+use super::protocol::{self, Reason, Reply};
+
+/// The version of the results JSON.
+pub const RESULTS_VERSION: &str = "2";
+
+/// How long a persistent adapter may take to start, on top of the first case's timeout.
+pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
 
 /// How to run an adapter.
 #[derive(Debug, Clone)]
@@ -33,6 +41,39 @@ pub struct RunOptions {
     pub deep: bool,
     /// Which verdicts to judge against.
     pub judge: Judge,
+    /// Protocol v2's persistent mode: one process answers JSON requests on stdin (no path is
+    /// appended to the command).
+    pub persistent: bool,
+    /// The adapter has an index mode: run the sharded-set cases too (skipped otherwise).
+    pub index: bool,
+    /// Persistent mode: extra time for a process's first case.
+    pub startup: Duration,
+}
+
+impl RunOptions {
+    /// Options with the defaults: no filter, strict verdicts, one-shot, no index mode.
+    pub fn new(adapter: impl Into<String>, command: Vec<String>) -> RunOptions {
+        RunOptions {
+            adapter: adapter.into(),
+            command,
+            timeout: Duration::from_secs(10),
+            jobs: 1,
+            run: Vec::new(),
+            skip: Vec::new(),
+            deep: false,
+            judge: Judge::Strict,
+            persistent: false,
+            index: false,
+            startup: DEFAULT_STARTUP,
+        }
+    }
+
+    /// Whether the run includes this case: selected by `--run`/`--skip`, and an index case only
+    /// for an adapter with an index mode.
+    pub fn selects(&self, case: &Case) -> bool {
+        (self.index || case.kind != Kind::Index)
+            && glob::selected(&self.run, &self.skip, &case.id, &case.path)
+    }
 }
 
 /// One case's result.
@@ -44,6 +85,9 @@ pub struct CaseResult {
     pub outcome: Outcome,
     /// What the runner expected.
     pub expected: Expect,
+    /// The case's class (from the manifest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<Class>,
     /// What differed, or why it crashed; empty for a plain pass.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
@@ -53,6 +97,12 @@ pub struct CaseResult {
     /// The first line of its standard error (clipped), e.g. its reason for rejecting.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
+    /// The rule it named when it rejected the file (protocol v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The message it gave with a rejection or an "unsupported" answer (protocol v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// Wall time in milliseconds.
     pub millis: u64,
 }
@@ -60,7 +110,7 @@ pub struct CaseResult {
 /// The results of one adapter over the corpus (the `--json` document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunResults {
-    /// Format version, `"1"`.
+    /// Format version, [`RESULTS_VERSION`] (`"1"` files still load).
     pub version: String,
     /// Adapter name.
     pub adapter: String,
@@ -72,6 +122,12 @@ pub struct RunResults {
     pub deep: bool,
     /// Timeout per case, milliseconds.
     pub timeout_ms: u64,
+    /// Run in the persistent mode.
+    #[serde(default)]
+    pub persistent: bool,
+    /// Index cases were run.
+    #[serde(default)]
+    pub index: bool,
     /// Count per outcome.
     pub summary: BTreeMap<Outcome, usize>,
     /// Per case, in manifest order (selected cases only).
@@ -109,8 +165,107 @@ fn reason_line(stderr: &[u8]) -> String {
         .collect()
 }
 
-/// Run one case.
-fn run_case(opts: &RunOptions, manifest: &Manifest, corpus: &Path, index: usize) -> CaseResult {
+/// The environment variables of protocol v2, for one case (one-shot) or a process
+/// (persistent: without the kind, which each request carries).
+fn protocol_env(kind: Option<Kind>) -> Vec<(&'static str, &'static str)> {
+    let mut env = vec![("STCONFORM_PROTOCOL", "2")];
+    match kind {
+        Some(Kind::File) => env.push(("STCONFORM_KIND", "file")),
+        Some(Kind::Index) => env.push(("STCONFORM_KIND", "index")),
+        None => env.push(("STCONFORM_PERSISTENT", "1")),
+    }
+    env
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::File => "file",
+        Kind::Index => "index",
+    }
+}
+
+/// What one case produced, before classification.
+struct Ran {
+    answer: Answer,
+    exit_code: Option<i32>,
+    stderr: Vec<u8>,
+}
+
+/// Run one case in one-shot mode.
+fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> {
+    let ran = exec::run(
+        &opts.command,
+        file,
+        &protocol_env(Some(case.kind)),
+        opts.timeout,
+    )
+    .map_err(|e| format!("cannot start {:?}: {e}", opts.command.first()))?;
+    let answer = match ran.status {
+        exec::Status::TimedOut => Answer::TimedOut,
+        exec::Status::Signaled(sig) => Answer::Crashed(format!("killed by signal {sig}")),
+        exec::Status::Exited(0) => Answer::Accepted(
+            protocol::json(&ran.stdout).map_err(|e| format!("output is not JSON: {e}")),
+        ),
+        exec::Status::Exited(1) => Answer::Rejected(Reason::from_stdout(&ran.stdout)),
+        exec::Status::Exited(4) => Answer::Unsupported(Reason::from_stdout(&ran.stdout)),
+        exec::Status::Exited(code) => Answer::Crashed(format!("exit code {code}")),
+    };
+    Ok(Ran {
+        answer,
+        exit_code: match ran.status {
+            exec::Status::Exited(c) => Some(c),
+            _ => None,
+        },
+        stderr: ran.stderr,
+    })
+}
+
+/// Run one case on a persistent worker.
+fn run_persistent(
+    opts: &RunOptions,
+    worker: &mut Worker,
+    case: &Case,
+    file: &Path,
+) -> Result<Ran, String> {
+    let request = serde_json::json!({
+        "id": case.id,
+        "path": file.to_string_lossy(),
+        "kind": kind_name(case.kind),
+    });
+    let (asked, stderr) = worker
+        .ask(&case.id, &request, opts.timeout)
+        .map_err(|e| format!("cannot start {:?}: {e}", opts.command.first()))?;
+    let mut exit_code = None;
+    let answer = match asked {
+        Asked::Reply(Reply::Accept(v)) => Answer::Accepted(Ok(v)),
+        Asked::Reply(Reply::Reject(r)) => Answer::Rejected(r),
+        Asked::Reply(Reply::Unsupported(r)) => Answer::Unsupported(r),
+        Asked::Reply(Reply::Crash(r)) => Answer::Crashed(match r.message {
+            Some(m) => format!("the adapter reported a crash: {m}"),
+            None => "the adapter reported a crash".to_owned(),
+        }),
+        Asked::Died { detail, code } => {
+            exit_code = code;
+            Answer::Crashed(detail)
+        }
+        Asked::ProtocolError(e) => Answer::Crashed(format!("protocol error: {e}")),
+        Asked::TimedOut => Answer::TimedOut,
+    };
+    Ok(Ran {
+        answer,
+        exit_code,
+        stderr,
+    })
+}
+
+/// Run one case (on `worker` in persistent mode).
+fn run_case(
+    opts: &RunOptions,
+    manifest: &Manifest,
+    corpus: &Path,
+    index: usize,
+    worker: Option<&mut Worker>,
+) -> CaseResult {
     let case = &manifest.cases[index];
     let exp = Expectation::of(case, opts.judge, opts.deep);
     let file: PathBuf = corpus.join(&case.path);
@@ -118,9 +273,12 @@ fn run_case(opts: &RunOptions, manifest: &Manifest, corpus: &Path, index: usize)
         id: case.id.clone(),
         outcome: Outcome::Crash,
         expected: exp.expect,
+        class: case.class,
         detail: String::new(),
         exit_code: None,
         stderr: String::new(),
+        rule: None,
+        message: None,
         millis: 0,
     };
     if !file.is_file() {
@@ -129,22 +287,28 @@ fn run_case(opts: &RunOptions, manifest: &Manifest, corpus: &Path, index: usize)
             ..base
         };
     }
-    match exec::run(&opts.command, &file, opts.timeout) {
-        Err(e) => CaseResult {
-            detail: format!("cannot start {:?}: {e}", opts.command.first()),
-            ..base
-        },
+    let start = std::time::Instant::now();
+    let ran = match worker {
+        Some(w) => run_persistent(opts, w, case, &file),
+        None => run_once(opts, case, &file),
+    };
+    let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match ran {
+        Err(detail) => CaseResult { detail, ..base },
         Ok(ran) => {
-            let (outcome, detail) = classify(&exp, ran.status, &ran.stdout);
+            let (outcome, detail) = classify(&exp, &ran.answer);
+            let (rule, message) = match &ran.answer {
+                Answer::Rejected(r) | Answer::Unsupported(r) => (r.rule.clone(), r.message.clone()),
+                _ => (None, None),
+            };
             CaseResult {
                 outcome,
                 detail,
-                exit_code: match ran.status {
-                    exec::Status::Exited(c) => Some(c),
-                    _ => None,
-                },
+                exit_code: ran.exit_code,
                 stderr: reason_line(&ran.stderr),
-                millis: u64::try_from(ran.elapsed.as_millis()).unwrap_or(u64::MAX),
+                rule,
+                message,
+                millis,
                 ..base
             }
         }
@@ -160,22 +324,28 @@ pub fn run_all(
     progress: &(dyn Fn(&CaseResult) + Sync),
 ) -> RunResults {
     let chosen: Vec<usize> = (0..manifest.cases.len())
-        .filter(|&i| {
-            let c = &manifest.cases[i];
-            glob::selected(&opts.run, &opts.skip, &c.id, &c.path)
-        })
+        .filter(|&i| opts.selects(&manifest.cases[i]))
         .collect();
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; chosen.len()]);
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.max(1).min(chosen.len().max(1)) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&i) = chosen.get(k) else { break };
-                let r = run_case(opts, manifest, corpus, i);
-                progress(&r);
-                if let Ok(mut v) = slots.lock() {
-                    v[k] = Some(r);
+            s.spawn(|| {
+                let mut worker = opts.persistent.then(|| {
+                    let env = protocol_env(None)
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect();
+                    Worker::new(opts.command.clone(), env, opts.startup)
+                });
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = chosen.get(k) else { break };
+                    let r = run_case(opts, manifest, corpus, i, worker.as_mut());
+                    progress(&r);
+                    if let Ok(mut v) = slots.lock() {
+                        v[k] = Some(r);
+                    }
                 }
             });
         }
@@ -191,12 +361,14 @@ pub fn run_all(
         *summary.entry(c.outcome).or_insert(0) += 1;
     }
     RunResults {
-        version: "1".to_owned(),
+        version: RESULTS_VERSION.to_owned(),
         adapter: opts.adapter.clone(),
         command: opts.command.clone(),
         judge: opts.judge,
         deep: opts.deep,
         timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
+        persistent: opts.persistent,
+        index: opts.index,
         summary,
         cases,
     }
@@ -208,7 +380,7 @@ pub fn missing_files(opts: &RunOptions, manifest: &Manifest, corpus: &Path) -> V
     manifest
         .cases
         .iter()
-        .filter(|c| glob::selected(&opts.run, &opts.skip, &c.id, &c.path))
+        .filter(|c| opts.selects(c))
         .filter(|c| !corpus.join(&c.path).is_file())
         .map(|c| c.path.clone())
         .collect()

@@ -3,7 +3,8 @@
 
 use std::ffi::OsString;
 
-use stcheck::Config;
+use stcheck::wire::Profile;
+use stcheck::{Config, ReadMode};
 
 pub(crate) const HELP: &str = "\
 stcheck: a strict validator for safetensors files
@@ -15,8 +16,22 @@ Each PATH is a file, a directory (walked recursively for *.safetensors and
 *.safetensors.index.json file is checked together with the shards it names.
 
 Output (stdout): one line per file, `path: ok (...)` or `path: error RULE-ID: ...`,
-warnings indented below. Error lines about unreadable paths go to stderr as
+warnings indented below; `path: not checked: reason` for a path that could not
+be checked. Error lines about unreadable paths go to stderr as
 `stcheck: path: message`.
+
+Fail closed: the run succeeds only if every path that looks like a checkpoint
+was checked and is valid. What could not be checked is never valid and fails the
+run (exit 2): a FIFO, socket or device (only regular files are read; pipe data
+through '-'), a symbolic link not followed, a dangling or looping link, an
+unreadable file or directory, and a directory with nothing to check.
+
+Links: a PATH that is a link is followed. Below a directory PATH, a link is
+followed when its resolved target stays inside that directory; a link to a file
+outside it is not checked (unless --follow-links). Links to directories are
+never walked: one inside is walked under its own path, one outside every
+directory PATH is not checked. A shard link must stay inside the directory PATH
+the index was found under (the index's directory for an index named directly).
 
 Options:
       --json                   JSON Lines on stdout: one {\"type\":...,\"data\":...} object
@@ -28,8 +43,13 @@ Options:
                                that another process may still be writing)
       --stream                 validate files in one forward pass through a fixed buffer
                                (standard input always streams)
-      --follow-links           follow symbolic links met while walking directories, and
-                               accept shards that link outside the index's directory
+      --follow-links           also follow links to regular files outside the directory
+                               PATH (and shard links leaving it), as in a Hugging Face
+                               cache snapshot whose files link to ../../blobs/; never to
+                               a FIFO or device, and directories outside every PATH are
+                               still never walked
+      --allow-empty            accept a directory PATH with no *.safetensors or
+                               *.safetensors.index.json file in it
       --profile strict|reference
                                strict (default): the rules of SPEC.md;
                                reference: the verdict of the safetensors 0.8.0 crate
@@ -37,6 +57,9 @@ Options:
                                differs from the strict one
       --deny-warnings          treat every warning as an error
       --max-header-size BYTES  reject headers longer than BYTES (default 100000000)
+      --max-warnings-per-rule N
+                               show at most N warnings of each rule per file, the first
+                               in file order (default 100); the count of all is kept
       --deep                   also scan the tensor data: BOOL bytes, NaN/Inf counts per
                                tensor, files that are also another format
       --sha256                 with the data scan, the SHA-256 of each file (same pass);
@@ -46,49 +69,13 @@ Options:
   -V, --version                print the version
 
 Exit codes:
-  0  every file is valid
-  1  at least one file or sharded set is invalid (and no I/O error happened)
-  2  usage error, or an I/O error on at least one path (missing file, permission
-     denied, not a regular file): such a path is never counted as valid or invalid
+  0  every file is valid, and every path was checked
+  1  at least one file or sharded set is invalid (and every path was checked)
+  2  usage error, or at least one path could not be checked (missing, permission
+     denied, not a regular file, a link not followed, nothing found): such a path
+     is never counted as valid or invalid
 A closed output pipe ends the run quietly, with the status of the files checked so far.
 ";
-
-/// How a file's bytes are obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReadMode {
-    /// Memory-map (default).
-    Mmap,
-    /// Read with `read(2)`: the header only, or the whole file when the bytes are needed.
-    Read,
-    /// One forward pass through a fixed buffer.
-    Stream,
-}
-
-impl ReadMode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ReadMode::Mmap => "mmap",
-            ReadMode::Read => "read",
-            ReadMode::Stream => "stream",
-        }
-    }
-}
-
-/// Whose verdict decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Profile {
-    Strict,
-    Reference,
-}
-
-impl Profile {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Profile::Strict => "strict",
-            Profile::Reference => "reference",
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -98,11 +85,22 @@ pub(crate) struct Options {
     pub(crate) jobs: usize,
     pub(crate) mode: ReadMode,
     pub(crate) follow_links: bool,
+    pub(crate) allow_empty: bool,
     pub(crate) profile: Profile,
     pub(crate) compare_reference: bool,
-    pub(crate) deep: bool,
-    pub(crate) sha256: bool,
     pub(crate) config: Config,
+}
+
+impl Options {
+    /// Whether the reference crate runs (its verdict decides, or is compared).
+    pub(crate) fn wants_reference(&self) -> bool {
+        self.compare_reference || self.profile == Profile::Reference
+    }
+
+    /// The configuration for one job, with `threads` for a deep scan of one mapped file.
+    pub(crate) fn config_for(&self, threads: usize) -> Config {
+        self.config.clone().threads(threads)
+    }
 }
 
 #[derive(Debug)]
@@ -125,10 +123,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         jobs: default_jobs(),
         mode: ReadMode::Mmap,
         follow_links: false,
+        allow_empty: false,
         profile: Profile::Strict,
         compare_reference: false,
-        deep: false,
-        sha256: false,
         config: Config::default(),
     };
     let mut no_mmap = false;
@@ -166,7 +163,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 },
             }
         };
-        let takes_value = matches!(name, "-j" | "--jobs" | "--profile" | "--max-header-size");
+        let takes_value = matches!(
+            name,
+            "-j" | "--jobs" | "--profile" | "--max-header-size" | "--max-warnings-per-rule"
+        );
         if inline.is_some() && !takes_value {
             return Err(format!("{name} takes no value"));
         }
@@ -179,15 +179,16 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--no-mmap" => no_mmap = true,
             "--stream" => stream = true,
             "--follow-links" => o.follow_links = true,
+            "--allow-empty" => o.allow_empty = true,
             "--compare-reference" => o.compare_reference = true,
             "--deny-warnings" => o.config.deny_warnings = true,
-            "--deep" => o.deep = true,
+            "--deep" => o.config.deep = true,
             "--sha256" => {
-                o.deep = true;
-                o.sha256 = true;
+                o.config.deep = true;
+                o.config.sha256 = true;
             }
             "--deny-nonfinite" => {
-                o.deep = true;
+                o.config.deep = true;
                 o.config.deny_nonfinite = true;
             }
             "-j" | "--jobs" => {
@@ -213,6 +214,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                     .parse::<u64>()
                     .map_err(|_| format!("--max-header-size: {v:?} is not a number of bytes"))?;
             }
+            "--max-warnings-per-rule" => {
+                let v = value("a number of warnings")?;
+                o.config.max_warnings_per_rule = match v.parse::<usize>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!(
+                            "--max-warnings-per-rule: {v:?} is not a positive integer"
+                        ))
+                    }
+                    Ok(n) => n,
+                };
+            }
             _ => return Err(format!("unknown option {name} (see --help)")),
         }
     }
@@ -226,7 +238,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     } else {
         ReadMode::Mmap
     };
-    if o.deep && o.profile == Profile::Reference {
+    o.config.reference = o.wants_reference();
+    if o.config.reads_data() && o.profile == Profile::Reference {
         return Err("--deep, --sha256 and --deny-nonfinite need the strict profile".to_owned());
     }
     if o.paths.is_empty() {

@@ -1,118 +1,107 @@
-//! Turning the PATH arguments into a list of jobs, walking directories.
+//! Turning the PATH arguments into a list of jobs, with the file-system policy of
+//! `stcheck::fs`: a path named on the command line is taken as given (a link is followed, to a
+//! regular file or a directory); below a directory, what looks like a checkpoint is either a
+//! job or reported as not checked.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use stcheck::index::INDEX_SUFFIX;
+use stcheck::fs::{
+    checkpoint_kind, Checkpoint, FileKind, LinkPolicy, NotChecked, WalkEntry, Walker,
+};
 
 /// One unit of work, in output order.
 #[derive(Debug)]
 pub(crate) enum Job {
     /// A safetensors file.
     File(PathBuf),
-    /// A `*.safetensors.index.json` and its shards.
-    Index(PathBuf),
+    /// A `*.safetensors.index.json` and its shards, with the directory named on the command
+    /// line that it was found under (its shards' links must stay inside it), if any.
+    Index(PathBuf, Option<PathBuf>),
     /// Standard input.
     Stdin,
-    /// A symbolic link met while walking, not followed.
-    SkippedLink(PathBuf),
-    /// A directory that could not be read.
+    /// A path that looks like a checkpoint (or a directory that could hold one, or a
+    /// directory with nothing to check) that is not checked: a failure of the run.
+    NotChecked(PathBuf, stcheck::ReadError),
+    /// A path that could not be read while walking.
     WalkError(PathBuf, io::Error),
 }
 
-fn is_index(name: &str) -> bool {
-    name.ends_with(INDEX_SUFFIX)
+/// What a path named on the command line is.
+enum Named {
+    Stdin,
+    Dir(PathBuf),
+    /// A regular file, or a path that cannot be stat'ed: the check reports the error in order.
+    File(PathBuf),
+    Special(PathBuf, FileKind),
 }
 
-fn is_safetensors(name: &str) -> bool {
-    name.ends_with(".safetensors")
-}
-
-/// Expand the command-line paths. A path named on the command line is taken as given
-/// (links followed); links met inside directories are reported unless `follow_links`.
-pub(crate) fn expand(paths: &[OsString], follow_links: bool) -> Vec<Job> {
-    let mut jobs = Vec::new();
-    let mut visited = HashSet::new();
-    for p in paths {
-        if p == "-" {
-            jobs.push(Job::Stdin);
-            continue;
+/// Expand the command-line paths into jobs.
+pub(crate) fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) -> Vec<Job> {
+    let named: Vec<Named> = paths
+        .iter()
+        .map(|p| {
+            if p == "-" {
+                return Named::Stdin;
+            }
+            let path = PathBuf::from(p);
+            match fs::metadata(&path).map(|m| FileKind::of(m.file_type())) {
+                Ok(FileKind::Directory) => Named::Dir(path),
+                Ok(FileKind::Regular) | Err(_) => Named::File(path),
+                Ok(kind) => Named::Special(path, kind),
+            }
+        })
+        .collect();
+    let mut walker =
+        Walker::new(LinkPolicy::confined().follow_outside(follow_links)).allow_empty(allow_empty);
+    for n in &named {
+        if let Named::Dir(d) = n {
+            walker.declare_root(d);
         }
-        let path = PathBuf::from(p);
-        match fs::metadata(&path) {
-            Ok(m) if m.is_dir() => walk(&path, follow_links, &mut visited, &mut jobs),
-            _ => {
-                // Files, and paths that fail: the check reports the error in order.
-                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if is_index(name) {
-                    jobs.push(Job::Index(path));
+    }
+    let mut jobs = Vec::new();
+    for n in named {
+        match n {
+            Named::Stdin => jobs.push(Job::Stdin),
+            Named::File(path) => {
+                let is_index = path
+                    .file_name()
+                    .is_some_and(|n| checkpoint_kind(n) == Some(Checkpoint::Index));
+                jobs.push(if is_index {
+                    Job::Index(path, None)
                 } else {
-                    jobs.push(Job::File(path));
+                    Job::File(path)
+                });
+            }
+            Named::Special(path, kind) => {
+                jobs.push(Job::NotChecked(path, NotChecked::NotRegular(kind).into()));
+            }
+            Named::Dir(root) => {
+                for entry in walker.walk(&root) {
+                    jobs.push(match entry {
+                        WalkEntry::Checkpoint {
+                            path,
+                            kind: Checkpoint::Safetensors,
+                            ..
+                        } => Job::File(path),
+                        WalkEntry::Checkpoint {
+                            path,
+                            kind: Checkpoint::Index,
+                            ..
+                        } => Job::Index(path, Some(root.clone())),
+                        WalkEntry::NotChecked {
+                            path,
+                            reason: NotChecked::Io(e),
+                        } => Job::WalkError(path, e),
+                        WalkEntry::NotChecked { path, reason } => {
+                            Job::NotChecked(path, reason.into())
+                        }
+                    });
                 }
             }
         }
     }
     jobs
-}
-
-fn walk(dir: &Path, follow: bool, visited: &mut HashSet<PathBuf>, jobs: &mut Vec<Job>) {
-    // Loop protection when following links: each real directory is walked once.
-    if let Ok(real) = fs::canonicalize(dir) {
-        if !visited.insert(real) {
-            return;
-        }
-    }
-    let entries = match fs::read_dir(dir) {
-        Ok(rd) => rd.collect::<Result<Vec<_>, _>>(),
-        Err(e) => Err(e),
-    };
-    let mut entries = match entries {
-        Ok(e) => e,
-        Err(e) => {
-            jobs.push(Job::WalkError(dir.to_path_buf(), e));
-            return;
-        }
-    };
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_str().unwrap_or("");
-        let ty = match entry.file_type() {
-            Ok(t) => t,
-            Err(e) => {
-                jobs.push(Job::WalkError(path, e));
-                continue;
-            }
-        };
-        let (is_dir, is_file) = if ty.is_symlink() {
-            let target = fs::metadata(&path);
-            let target_dir = target.as_ref().is_ok_and(|m| m.is_dir());
-            if !follow {
-                if target_dir || is_index(name) || is_safetensors(name) {
-                    jobs.push(Job::SkippedLink(path));
-                }
-                continue;
-            }
-            match target {
-                Ok(m) => (m.is_dir(), !m.is_dir()),
-                // A broken link with a matching name: the check reports it.
-                Err(_) => (false, true),
-            }
-        } else {
-            (ty.is_dir(), !ty.is_dir())
-        };
-        if is_dir {
-            walk(&path, follow, visited, jobs);
-        } else if is_file {
-            if is_index(name) {
-                jobs.push(Job::Index(path));
-            } else if is_safetensors(name) {
-                jobs.push(Job::File(path));
-            }
-        }
-    }
 }

@@ -38,15 +38,14 @@ mod input;
 mod progress;
 mod render;
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Condvar, Mutex};
 
 use args::{Command, Options};
 use input::Job;
-use render::{Rendered, Status, Tally};
+use stcheck::wire::Summary;
 
 /// Run the command line; returns the exit code.
 pub(crate) fn main() -> ExitCode {
@@ -71,173 +70,276 @@ pub(crate) fn main() -> ExitCode {
     ExitCode::from(run(&o))
 }
 
-/// What one finished job contributes.
-#[derive(Debug)]
-struct Done {
-    rendered: Rendered,
-    status: Status,
-    is_index: bool,
+/// How a job ended, for the exit code and the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Valid,
+    Invalid,
+    IoError,
+    NotChecked,
 }
 
-fn run_job(job: &Job, o: &Options, deep_threads: usize) -> Done {
-    let done = |rendered, status, is_index| Done {
-        rendered,
-        status,
-        is_index,
-    };
+/// Output in input order, written as it is produced: job `i` writes only when jobs `0..i`
+/// have written, and then straight to standard output (no record is built in memory first).
+struct Turns {
+    next: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Turns {
+    fn wait(&self, i: usize) {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        while *next < i {
+            next = self.cv.wait(next).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn done(&self, i: usize) {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        *next = (*next).max(i + 1);
+        self.cv.notify_all();
+    }
+}
+
+/// Standard output and the tally, shared by the jobs (one writes at a time, in turn).
+struct Sink {
+    out: io::BufWriter<io::Stdout>,
+    tally: Summary,
+    broken: bool,
+    bar: Option<progress::Progress>,
+    done: usize,
+}
+
+impl Sink {
+    /// Count a finished job and account for a write error (a closed pipe ends the run).
+    fn finish_job(
+        &mut self,
+        status: Status,
+        is_index: bool,
+        written: io::Result<()>,
+        stop: &AtomicBool,
+    ) {
+        match status {
+            Status::Valid => self.tally.valid += 1,
+            Status::Invalid => self.tally.invalid += 1,
+            Status::IoError => self.tally.io_errors += 1,
+            Status::NotChecked => self.tally.not_checked += 1,
+        }
+        if status != Status::NotChecked {
+            if is_index {
+                self.tally.indexes += 1;
+            } else {
+                self.tally.files += 1;
+            }
+        }
+        let written = written.and_then(|()| self.out.flush());
+        if let Err(e) = written {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                self.broken = true;
+                stop.store(true, Ordering::Relaxed);
+            } else {
+                let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
+                self.tally.io_errors += 1;
+            }
+        }
+        self.done += 1;
+        if let Some(b) = self.bar.as_mut() {
+            b.update(self.done);
+        }
+    }
+
+    fn before_output(&mut self) {
+        if let Some(b) = self.bar.as_mut() {
+            b.before_output();
+        }
+    }
+}
+
+fn lock(sink: &Mutex<Sink>) -> std::sync::MutexGuard<'_, Sink> {
+    sink.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn run_job(
+    job: &Job,
+    i: usize,
+    o: &Options,
+    threads: usize,
+    turns: &Turns,
+    sink: &Mutex<Sink>,
+    stop: &AtomicBool,
+) {
+    let config = o.config_for(threads);
+    let mut err = io::stderr();
     match job {
         Job::File(path) => {
             let shown = render::show(path);
-            match check::check_file(path, o, deep_threads) {
-                Ok(c) => done(
-                    render::file(&shown, &c, o),
-                    render::file_status(&c, o),
-                    false,
-                ),
-                Err(e) => done(
-                    render::io_error(&shown, &e.to_string(), o, "file"),
-                    Status::IoError,
-                    false,
-                ),
+            let result = check::file(path, &config, o, |c| {
+                turns.wait(i);
+                let mut s = lock(sink);
+                s.before_output();
+                let status = if render::file_valid(&c, o) {
+                    Status::Valid
+                } else {
+                    Status::Invalid
+                };
+                let written = if s.broken {
+                    Ok(())
+                } else {
+                    render::file(&mut s.out, &shown, &c, o, o.mode, "")
+                };
+                s.finish_job(status, false, written, stop);
+            });
+            if let Err(e) = result {
+                turns.wait(i);
+                let mut s = lock(sink);
+                s.before_output();
+                let _ = s.out.flush();
+                if e.is_policy() {
+                    let written = render::not_checked(&mut s.out, &shown, &e, o);
+                    s.finish_job(Status::NotChecked, false, written, stop);
+                } else {
+                    let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
+                    s.finish_job(Status::IoError, false, written, stop);
+                }
             }
         }
-        Job::Stdin => match check::check_stdin(o, deep_threads) {
-            Ok(c) => done(
-                render::file("<stdin>", &c, o),
-                render::file_status(&c, o),
-                false,
-            ),
-            Err(e) => done(
-                render::io_error("<stdin>", &e.to_string(), o, "file"),
-                Status::IoError,
-                false,
-            ),
-        },
-        Job::Index(path) => {
+        Job::Stdin => {
+            let result = check::stdin(&config);
+            turns.wait(i);
+            let mut s = lock(sink);
+            s.before_output();
+            match result {
+                Ok(c) => {
+                    let status = if render::file_valid(&c, o) {
+                        Status::Valid
+                    } else {
+                        Status::Invalid
+                    };
+                    let written =
+                        render::file(&mut s.out, "<stdin>", &c, o, stcheck::ReadMode::Stream, "");
+                    s.finish_job(status, false, written, stop);
+                }
+                Err(e) => {
+                    let _ = s.out.flush();
+                    let written =
+                        render::unreadable(&mut s.out, &mut err, "<stdin>", &e, o, "file");
+                    s.finish_job(Status::IoError, false, written, stop);
+                }
+            }
+        }
+        Job::Index(path, root) => {
+            // Shards are written as they are checked, so the index waits for its turn first.
+            turns.wait(i);
             let shown = render::show(path);
-            match check::check_index(path, o) {
-                Ok(rep) => done(
-                    render::index(&shown, &rep, o),
-                    render::index_status(&rep),
-                    true,
-                ),
-                Err(e) => done(
-                    render::io_error(&shown, &e, o, "index"),
-                    Status::IoError,
-                    true,
-                ),
-            }
+            let mut guard = lock(sink);
+            let s = &mut *guard;
+            s.before_output();
+            let mut out = render::IndexOutput::start(&mut s.out, path, o);
+            let result = check::index(path, root.as_deref(), &config, o, &mut |name, outcome| {
+                out.shard(name, outcome, o)
+            });
+            let (status, written) = match &result {
+                Ok(rep) => {
+                    let status = if rep.is_valid() {
+                        Status::Valid
+                    } else {
+                        Status::Invalid
+                    };
+                    (status, out.finish(&shown, rep))
+                }
+                Err(e) => {
+                    let r = out.fail(e);
+                    let _ = writeln!(err, "stcheck: {shown}: {e}");
+                    (Status::IoError, r)
+                }
+            };
+            s.finish_job(status, true, written, stop);
         }
-        Job::SkippedLink(path) => done(
-            render::skipped_link(&render::show(path), o),
-            Status::Skipped,
-            false,
-        ),
-        Job::WalkError(path, e) => done(
-            render::io_error(&render::show(path), &e.to_string(), o, "file"),
-            Status::IoError,
-            false,
-        ),
+        Job::NotChecked(path, why) => {
+            turns.wait(i);
+            let mut s = lock(sink);
+            s.before_output();
+            let written = render::not_checked(&mut s.out, &render::show(path), why, o);
+            s.finish_job(Status::NotChecked, false, written, stop);
+        }
+        Job::WalkError(path, e) => {
+            turns.wait(i);
+            let mut s = lock(sink);
+            s.before_output();
+            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+            let _ = s.out.flush();
+            let written =
+                render::unreadable(&mut s.out, &mut err, &render::show(path), &e, o, "file");
+            s.finish_job(Status::IoError, false, written, stop);
+        }
     }
+    turns.done(i);
 }
 
-/// Whether a write failed because the reader went away.
-fn is_broken_pipe(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::BrokenPipe
+fn exit_code(t: &Summary) -> u8 {
+    if t.io_errors > 0 || t.not_checked > 0 {
+        2
+    } else if t.invalid > 0 {
+        1
+    } else {
+        0
+    }
 }
 
 fn run(o: &Options) -> u8 {
-    let jobs = input::expand(&o.paths, o.follow_links);
+    let jobs = input::expand(&o.paths, o.follow_links, o.allow_empty);
+    let jobs = check::fold_shards(jobs, o);
     let workers = o.jobs.min(jobs.len()).max(1);
     // One file alone gets every thread for its deep scan; many files get one each.
-    let deep_threads = if jobs.len() == 1 { o.jobs } else { 1 };
-    let mut tally = Tally::default();
-    let mut bar = progress::Progress::new(jobs.len(), o.json, o.deep);
-    let next = AtomicUsize::new(0);
+    let threads = if jobs.len() == 1 { o.jobs } else { 1 };
+    let turns = Turns {
+        next: Mutex::new(0),
+        cv: Condvar::new(),
+    };
     let stop = AtomicBool::new(false);
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let mut broken = false;
+    let next = AtomicUsize::new(0);
+    let sink = Mutex::new(Sink {
+        out: io::BufWriter::new(io::stdout()),
+        tally: Summary::default(),
+        broken: false,
+        bar: progress::Progress::new(jobs.len(), o.json, o.config.reads_data()),
+        done: 0,
+    });
 
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel::<(usize, Done)>();
         for _ in 0..workers {
-            let tx = tx.clone();
-            let (jobs, next, stop) = (&jobs, &next, &stop);
-            s.spawn(move || loop {
+            s.spawn(|| loop {
                 if stop.load(Ordering::Relaxed) {
-                    break;
+                    // Let the jobs after ours go on to their own end.
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= jobs.len() {
+                        break;
+                    }
+                    turns.done(i);
+                    continue;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                if tx.send((i, run_job(job, o, deep_threads))).is_err() {
-                    break;
-                }
+                run_job(job, i, o, threads, &turns, &sink, &stop);
             });
         }
-        drop(tx);
-
-        // Reorder: print job i only after jobs 0..i.
-        let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
-        let mut printed = 0usize;
-        for (i, d) in rx {
-            pending.insert(i, d);
-            while let Some(d) = pending.remove(&printed) {
-                printed += 1;
-                match d.status {
-                    Status::Valid => tally.valid += 1,
-                    Status::Invalid => tally.invalid += 1,
-                    Status::IoError => tally.io_errors += 1,
-                    Status::Skipped => tally.skipped += 1,
-                }
-                if d.status != Status::Skipped {
-                    if d.is_index {
-                        tally.indexes += 1;
-                    } else {
-                        tally.files += 1;
-                    }
-                }
-                if let Some(b) = bar.as_mut() {
-                    b.before_output();
-                }
-                if !d.rendered.stderr.is_empty() {
-                    // Keep stdout and stderr in order on a shared terminal.
-                    let _ = out.flush();
-                    let _ = io::stderr().write_all(d.rendered.stderr.as_bytes());
-                }
-                if let Err(e) = out.write_all(d.rendered.stdout.as_bytes()) {
-                    if is_broken_pipe(&e) {
-                        broken = true;
-                        stop.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
-                    tally.io_errors += 1;
-                }
-                if let Some(b) = bar.as_mut() {
-                    let _ = out.flush();
-                    b.update(printed);
-                }
-            }
-            if broken {
-                break;
-            }
-        }
     });
-    if let Some(b) = bar.as_mut() {
+    let mut s = sink.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(b) = s.bar.as_mut() {
         b.clear();
     }
-    if !broken && o.json {
-        let s = render::summary(&tally);
-        if let Err(e) = out.write_all(s.as_bytes()) {
-            broken = is_broken_pipe(&e);
+    s.tally.exit_code = exit_code(&s.tally);
+    if !s.broken && o.json {
+        let tally = s.tally;
+        if let Err(e) = stcheck::wire::write_line(&mut s.out, "summary", &tally) {
+            s.broken = e.kind() == io::ErrorKind::BrokenPipe;
         }
     }
-    if let Err(e) = out.flush() {
-        if !broken && !is_broken_pipe(&e) {
+    if let Err(e) = s.out.flush() {
+        if !s.broken && e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
-            tally.io_errors += 1;
+            s.tally.io_errors += 1;
         }
     }
-    tally.exit_code()
+    exit_code(&s.tally)
 }

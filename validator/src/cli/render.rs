@@ -1,87 +1,38 @@
-//! The two output forms: human lines and JSON Lines (schema in `docs/json-output.md` and in
-//! the rustdoc of the `cli` module).
+//! The two output forms: human lines and JSON Lines. The JSON records are the library's typed
+//! `stcheck::wire` records (schema in `docs/json-output.md`); this module only writes them,
+//! as they are produced.
 
-use std::fmt::Write as _;
+use std::io::{self, Write};
 use std::path::Path;
 
-use serde_json::{json, Value};
-use stcheck::deep::DeepReport;
-use stcheck::index::{IndexFinding, IndexReport};
-use stcheck::reference::{RefTensor, Verdict};
-use stcheck::{DtypeTotal, Error, Finding, Report, Severity};
+use stcheck::index::{IndexReport, ShardOutcome};
+use stcheck::reference::Verdict;
+use stcheck::wire::{self, FileRecord, FindingRecord, IndexTail, Profile, UnreadableRecord};
+use stcheck::{Checked, DtypeTotal, Finding, ReadError, Report};
 
-use super::args::{Options, Profile};
-use super::check::Checked;
+use super::args::Options;
 
-/// How a job ended, for the exit code and the summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    Valid,
-    Invalid,
-    IoError,
-    Skipped,
-}
-
-impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Status::Valid => "valid",
-            Status::Invalid => "invalid",
-            Status::IoError => "io_error",
-            Status::Skipped => "skipped",
-        }
-    }
-}
-
-/// What a job prints.
-#[derive(Debug, Default)]
-pub(crate) struct Rendered {
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
-
-/// A path for output: lossy UTF-8, escaped as tensor names are ([`stcheck::names::escape`]),
-/// so a file name cannot forge a line of output or hide text.
+/// A path for output: bytes that are not UTF-8 as `\xNN`, the rest escaped exactly as names
+/// are, so a file name can neither be lost nor forge or hide a line of output.
 pub(crate) fn show(path: &Path) -> String {
-    stcheck::names::escape(&path.to_string_lossy()).into_owned()
+    stcheck::fs::display_path(path)
 }
 
-/// `{"type":KIND,"data":DATA}` with `type` first, as a line.
-fn envelope(kind: &str, data: Value) -> String {
-    format!("{{\"type\":{},\"data\":{data}}}\n", Value::from(kind))
+fn options(o: &Options) -> wire::Options {
+    options_in(o, o.mode)
 }
 
-fn finding_json(f: &Finding, promoted: bool) -> Value {
-    json!({
-        "rule": f.rule().id(),
-        "kind": f.kind().as_str(),
-        "severity": if promoted { "error" } else { f.rule().severity().as_str() },
-        "promoted_warning": promoted && f.rule().severity() == Severity::Warning,
-        "offset": f.offset(),
-        "tensor": f.tensor(),
-        "message": f.message(),
-    })
-}
-
-fn error_json(e: &Error) -> Value {
-    finding_json(e.finding(), true)
-}
-
-fn totals_json(t: &[DtypeTotal]) -> Value {
-    Value::Array(
-        t.iter()
-            .map(|t| {
-                json!({"dtype": t.dtype.name(), "tensors": t.tensors, "parameters": t.parameters, "bytes": t.bytes})
-            })
-            .collect(),
-    )
+fn options_in(o: &Options, mode: stcheck::ReadMode) -> wire::Options {
+    wire::Options::new(Some(mode))
+        .profile(o.profile)
+        .verbose(o.verbose)
 }
 
 fn totals_human(tensors: usize, parameters: u64, t: &[(String, u64)]) -> String {
     let mut s = format!("{tensors} tensors, {parameters} parameters");
     for (i, (dtype, p)) in t.iter().enumerate() {
         s.push_str(if i == 0 { "; " } else { ", " });
-        let _ = write!(s, "{dtype} {p}");
+        s.push_str(&format!("{dtype} {p}"));
     }
     s
 }
@@ -92,452 +43,391 @@ fn strict_totals(t: &[DtypeTotal]) -> Vec<(String, u64)> {
         .collect()
 }
 
-fn ref_params(t: &RefTensor) -> u64 {
-    t.shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))
+/// Whether a file is valid under the chosen profile.
+pub(crate) fn file_valid(c: &Checked<'_>, o: &Options) -> bool {
+    wire::file_status(c, o.profile) == wire::Status::Valid
 }
 
-/// Per-dtype parameters of the reference's tensors, in order of first appearance.
-fn ref_totals(ts: &[RefTensor]) -> Vec<(String, u64)> {
-    let mut out: Vec<(String, u64)> = Vec::new();
-    for t in ts {
-        match out.iter_mut().find(|(d, _)| *d == t.dtype) {
-            Some((_, p)) => *p = p.saturating_add(ref_params(t)),
-            None => out.push((t.dtype.clone(), ref_params(t))),
-        }
-    }
-    out
-}
-
-fn ref_total_params(ts: &[RefTensor]) -> u64 {
-    ts.iter().fold(0u64, |a, t| a.saturating_add(ref_params(t)))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-/// The file's status under the chosen profile.
-pub(crate) fn file_status(c: &Checked, o: &Options) -> Status {
-    let ok = match (o.profile, &c.reference) {
-        (Profile::Reference, Some(v)) => v.accepts(),
-        _ => c.verdict.is_ok(),
-    };
-    if ok {
-        Status::Valid
-    } else {
-        Status::Invalid
-    }
-}
-
-/// Why the strict profile and the reference disagree on a file the reference loads.
-fn divergence(c: &Checked) -> Option<&'static str> {
-    match (&c.verdict, &c.reference) {
-        (Err(e), Some(Verdict::Accept(_))) => e.rule().reference_divergence(),
-        _ => None,
-    }
-}
-
-pub(crate) fn file(path: &str, c: &Checked, o: &Options) -> Rendered {
-    let status = file_status(c, o);
-    let mut r = Rendered::default();
+/// One checked file: its JSON record, or its human lines (each prefixed with `indent`; a
+/// shard is shown inside its index's output).
+pub(crate) fn file(
+    out: &mut dyn Write,
+    path: &str,
+    c: &Checked<'_>,
+    o: &Options,
+    mode: stcheck::ReadMode,
+    indent: &str,
+) -> io::Result<()> {
     if o.json {
-        r.stdout = envelope("file", file_json(path, c, o, status));
-        return r;
+        return wire::write_line(out, "file", &FileRecord::new(path, c, options_in(o, mode)));
     }
-    let out = &mut r.stdout;
+    file_human(out, path, c, o, indent)
+}
+
+fn file_human(
+    out: &mut dyn Write,
+    path: &str,
+    c: &Checked<'_>,
+    o: &Options,
+    indent: &str,
+) -> io::Result<()> {
     match (o.profile, &c.reference) {
         (Profile::Reference, Some(Verdict::Accept(ts))) => {
-            let _ = writeln!(
+            writeln!(
                 out,
-                "{path}: ok (reference profile; {})",
-                totals_human(ts.len(), ref_total_params(ts), &ref_totals(ts))
-            );
+                "{indent}{path}: ok (reference profile; {})",
+                totals_human(
+                    ts.len(),
+                    wire::reference_parameters(ts),
+                    &wire::reference_totals(ts)
+                )
+            )?;
         }
         (Profile::Reference, Some(Verdict::Reject(m))) => {
-            let _ = writeln!(out, "{path}: error reference rejects: {}", m.escape_debug());
+            writeln!(
+                out,
+                "{indent}{path}: error reference rejects: {}",
+                stcheck::escape(m)
+            )?;
         }
         (Profile::Reference, Some(Verdict::Panic(m))) => {
-            let _ = writeln!(out, "{path}: error reference panics: {}", m.escape_debug());
+            writeln!(
+                out,
+                "{indent}{path}: error reference panics: {}",
+                stcheck::escape(m)
+            )?;
         }
         _ => match &c.verdict {
-            Ok(rep) => {
-                let _ = writeln!(
-                    out,
-                    "{path}: ok ({})",
-                    totals_human(
-                        rep.len(),
-                        rep.parameters(),
-                        &strict_totals(&rep.totals_by_dtype())
-                    )
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(out, "{path}: error {e}");
-            }
+            Ok(rep) => writeln!(
+                out,
+                "{indent}{path}: ok ({})",
+                totals_human(
+                    rep.len(),
+                    rep.parameters(),
+                    &strict_totals(&rep.totals_by_dtype())
+                )
+            )?,
+            Err(e) => writeln!(out, "{indent}{path}: error {e}")?,
         },
     }
     if let Ok(rep) = &c.verdict {
         if o.profile == Profile::Strict || o.compare_reference {
-            for w in rep.warnings() {
-                let _ = writeln!(out, "  warning {w}");
-            }
+            warnings_human(out, rep, indent)?;
         }
-        if let Some(d) = &c.deep {
-            deep_human(out, d);
+        if c.deep.is_some() || c.sha256.is_some() {
+            deep_human(out, rep, c, indent)?;
         }
         if o.verbose && o.profile == Profile::Strict {
-            tensors_human(out, rep);
+            tensors_human(out, rep, indent)?;
         }
     }
     if o.compare_reference {
         match o.profile {
             Profile::Strict => match &c.reference {
                 Some(Verdict::Accept(ts)) => {
-                    let _ = write!(out, "  reference: accepts ({} tensors)", ts.len());
-                    if let Some(d) = divergence(c) {
-                        let _ = write!(out, "; {d}");
+                    write!(out, "{indent}  reference: accepts ({} tensors)", ts.len())?;
+                    if let Some(d) = wire::divergence(c) {
+                        write!(out, "; {d}")?;
                     }
-                    out.push('\n');
+                    writeln!(out)?;
                 }
                 Some(Verdict::Reject(m)) => {
-                    let _ = writeln!(out, "  reference: rejects: {}", m.escape_debug());
+                    writeln!(out, "{indent}  reference: rejects: {}", stcheck::escape(m))?
                 }
                 Some(Verdict::Panic(m)) => {
-                    let _ = writeln!(out, "  reference: panics: {}", m.escape_debug());
+                    writeln!(out, "{indent}  reference: panics: {}", stcheck::escape(m))?
                 }
                 None => {}
             },
-            Profile::Reference => match &c.verdict {
-                Ok(_) => out.push_str("  strict: ok\n"),
-                Err(e) => {
-                    let _ = writeln!(out, "  strict: error {e}");
-                }
+            _ => match &c.verdict {
+                Ok(_) => writeln!(out, "{indent}  strict: ok")?,
+                Err(e) => writeln!(out, "{indent}  strict: error {e}")?,
             },
         }
     }
     if o.verbose && o.profile == Profile::Reference {
         if let Some(Verdict::Accept(ts)) = &c.reference {
             for t in ts {
-                let _ = writeln!(
+                writeln!(
                     out,
-                    "  tensor \"{}\" {} {:?} bytes [{:#x}, {:#x})",
-                    t.name.escape_debug(),
+                    "{indent}  tensor \"{}\" {} {:?} bytes [{:#x}, {:#x})",
+                    stcheck::escape(&t.name),
                     t.dtype,
                     t.shape,
                     t.file_begin,
                     t.file_end
-                );
+                )?;
             }
         }
     }
-    r
+    Ok(())
 }
 
-fn tensors_human(out: &mut String, rep: &Report<'_>) {
-    for t in rep.tensors() {
-        let _ = writeln!(
+fn warnings_human(out: &mut dyn Write, rep: &Report<'_>, indent: &str) -> io::Result<()> {
+    for w in rep.warnings() {
+        writeln!(out, "{indent}  warning {w}")?;
+    }
+    let omitted = rep.omitted_warnings();
+    if omitted > 0 {
+        let counts: Vec<String> = rep
+            .warning_counts()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        writeln!(
             out,
-            "  tensor \"{}\" {} {} data_offsets [{}, {}] (file bytes [{:#x}, {:#x}))",
-            t.name.escape_debug(),
+            "{indent}  ... and {omitted} more warnings not shown (in all: {})",
+            counts.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn tensors_human(out: &mut dyn Write, rep: &Report<'_>, indent: &str) -> io::Result<()> {
+    for t in rep.tensors() {
+        writeln!(
+            out,
+            "{indent}  tensor \"{}\" {} {} data_offsets [{}, {}] (file bytes [{:#x}, {:#x}))",
+            stcheck::escape(t.name),
             t.dtype,
-            stcheck::size::fmt_shape(t.shape),
+            stcheck::internal::fmt_shape(t.shape),
             t.begin,
             t.end,
             t.file_begin,
             t.file_end
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn deep_human(out: &mut String, d: &DeepReport) {
-    let _ = write!(out, "  deep: {} data bytes scanned", d.bytes_scanned);
-    let nonfinite: Vec<_> = d.tensors.iter().filter(|t| t.non_finite() > 0).collect();
-    if nonfinite.is_empty() {
-        out.push_str(", no NaN or infinity");
-    }
-    out.push('\n');
-    for t in nonfinite {
-        let _ = writeln!(
+fn deep_human(
+    out: &mut dyn Write,
+    rep: &Report<'_>,
+    c: &Checked<'_>,
+    indent: &str,
+) -> io::Result<()> {
+    if let Some(d) = &c.deep {
+        write!(
             out,
-            "  non-finite: tensor \"{}\" {}: {} NaN, {} +Inf, {} -Inf",
-            t.name.escape_debug(),
-            t.dtype,
-            t.nan,
-            t.pos_inf,
-            t.neg_inf
-        );
-    }
-    if let Some(h) = &d.sha256 {
-        let _ = writeln!(out, "  sha256 {}", hex(h));
-    }
-}
-
-fn verdict_json(v: &Verdict, divergence: Option<&str>) -> Value {
-    match v {
-        Verdict::Accept(ts) => json!({
-            "verdict": "accept", "message": null, "tensors": ts.len(),
-            "parameters": ref_total_params(ts), "divergence": divergence,
-        }),
-        Verdict::Reject(m) => json!({
-            "verdict": "reject", "message": m, "tensors": null, "parameters": null, "divergence": null,
-        }),
-        Verdict::Panic(m) => json!({
-            "verdict": "panic", "message": m, "tensors": null, "parameters": null, "divergence": null,
-        }),
-    }
-}
-
-fn file_json(path: &str, c: &Checked, o: &Options, status: Status) -> Value {
-    let mut d = json!({
-        "path": path,
-        "status": status.as_str(),
-        "profile": o.profile.as_str(),
-        "mode": c.mode.as_str(),
-        "size": c.size,
-    });
-    let Some(m) = d.as_object_mut() else {
-        return d;
-    };
-    match (o.profile, &c.reference) {
-        (Profile::Reference, Some(v)) => {
-            if let Verdict::Accept(ts) = v {
-                m.insert("tensors".into(), json!(ts.len()));
-                m.insert("parameters".into(), json!(ref_total_params(ts)));
-                let by: Vec<Value> = ref_totals(ts)
-                    .into_iter()
-                    .map(|(dt, p)| json!({"dtype": dt, "parameters": p}))
-                    .collect();
-                m.insert("by_dtype".into(), Value::Array(by));
-                m.insert("error".into(), Value::Null);
-                if o.verbose {
-                    let list: Vec<Value> = ts
-                        .iter()
-                        .map(|t| json!({"name": t.name, "dtype": t.dtype, "shape": t.shape, "file_offsets": [t.file_begin, t.file_end]}))
-                        .collect();
-                    m.insert("tensor_list".into(), Value::Array(list));
-                }
-            } else {
-                let msg = match v {
-                    Verdict::Reject(s) | Verdict::Panic(s) => s.as_str(),
-                    Verdict::Accept(_) => "",
-                };
-                m.insert(
-                    "error".into(),
-                    json!({"rule": null, "kind": null, "severity": "error", "promoted_warning": false,
-                           "offset": null, "tensor": null, "message": msg}),
-                );
-            }
-            m.insert("reference".into(), verdict_json(v, None));
-            m.insert(
-                "strict".into(),
-                match &c.verdict {
-                    Ok(_) => json!({"status": "valid", "error": null}),
-                    Err(e) => json!({"status": "invalid", "error": error_json(e)}),
-                },
-            );
+            "{indent}  deep: {} data bytes scanned",
+            d.bytes_scanned
+        )?;
+        if d.non_finite.is_empty() {
+            write!(out, ", no NaN or infinity")?;
         }
-        _ => {
-            match &c.verdict {
-                Ok(rep) => {
-                    m.insert("tensors".into(), json!(rep.len()));
-                    m.insert("parameters".into(), json!(rep.parameters()));
-                    m.insert("header_len".into(), json!(rep.header_len()));
-                    m.insert("by_dtype".into(), totals_json(&rep.totals_by_dtype()));
-                    m.insert("error".into(), Value::Null);
-                    m.insert(
-                        "warnings".into(),
-                        rep.warnings()
-                            .iter()
-                            .map(|w| finding_json(w, false))
-                            .collect(),
-                    );
-                    if o.verbose {
-                        let list: Vec<Value> = rep
-                            .tensors()
-                            .map(|t| {
-                                json!({
-                                    "name": t.name, "dtype": t.dtype.name(), "shape": t.shape,
-                                    "data_offsets": [t.begin, t.end],
-                                    "file_offsets": [t.file_begin, t.file_end],
-                                    "elements": t.elements, "header_offset": t.header_offset,
-                                })
-                            })
-                            .collect();
-                        m.insert("tensor_list".into(), Value::Array(list));
-                    }
-                    if let Some(dr) = &c.deep {
-                        let nf: Vec<Value> = dr
-                            .tensors
-                            .iter()
-                            .filter(|t| t.non_finite() > 0)
-                            .map(|t| json!({"tensor": t.name, "dtype": t.dtype.name(), "nan": t.nan, "pos_inf": t.pos_inf, "neg_inf": t.neg_inf}))
-                            .collect();
-                        m.insert(
-                            "deep".into(),
-                            json!({
-                                "bytes_scanned": dr.bytes_scanned,
-                                "sha256": dr.sha256.map(|h| hex(&h)),
-                                "non_finite": nf,
-                            }),
-                        );
-                    }
-                }
-                Err(e) => {
-                    m.insert("error".into(), error_json(e));
-                    m.insert("warnings".into(), json!([]));
-                }
-            }
-            if let Some(v) = &c.reference {
-                m.insert("reference".into(), verdict_json(v, divergence(c)));
-            }
-        }
-    }
-    d
-}
-
-pub(crate) fn io_error(path: &str, message: &str, o: &Options, what: &str) -> Rendered {
-    let mut r = Rendered::default();
-    if o.json {
-        r.stdout = envelope(
-            what,
-            json!({"path": path, "status": Status::IoError.as_str(), "io_error": message}),
-        );
-    }
-    r.stderr = format!("stcheck: {path}: {message}\n");
-    r
-}
-
-pub(crate) fn skipped_link(path: &str, o: &Options) -> Rendered {
-    let mut r = Rendered::default();
-    let reason = "symbolic link, not followed (use --follow-links)";
-    if o.json {
-        r.stdout = envelope("skipped", json!({"path": path, "reason": reason}));
-    } else {
-        r.stdout = format!("{path}: skipped ({reason})\n");
-    }
-    r
-}
-
-fn index_finding_json(f: &IndexFinding, as_error: bool) -> Value {
-    let mut v = finding_json(f.finding(), as_error);
-    if let Some(m) = v.as_object_mut() {
-        m.insert("shard".into(), json!(f.shard_name()));
-        m.insert("offset_in".into(), json!(f.location().as_str()));
-        m.insert("cause".into(), f.cause().map_or(Value::Null, error_json));
-    }
-    v
-}
-
-pub(crate) fn index_status(rep: &IndexReport) -> Status {
-    if rep.is_valid() {
-        Status::Valid
-    } else {
-        Status::Invalid
-    }
-}
-
-pub(crate) fn index(path: &str, rep: &IndexReport, o: &Options) -> Rendered {
-    let status = index_status(rep);
-    let mut r = Rendered::default();
-    if o.json {
-        let shards: Vec<Value> = rep
-            .shards()
-            .iter()
-            .map(|s| {
-                json!({
-                    "name": s.name, "status": s.status.as_str(), "tensors": s.tensors,
-                    "parameters": s.parameters,
-                    "warnings": s.warnings.iter().map(|w| finding_json(w, false)).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        r.stdout = envelope(
-            "index",
-            json!({
-                "path": path,
-                "status": status.as_str(),
-                "shards": shards,
-                "tensors": rep.tensors(),
-                "parameters": rep.parameters(),
-                "by_dtype": totals_json(rep.totals_by_dtype()),
-                "total_size": rep.total_size(),
-                "computed_size": rep.computed_size(),
-                "errors": rep.errors().iter().map(|f| index_finding_json(f, true)).collect::<Vec<_>>(),
-                "warnings": rep.warnings().iter().map(|f| index_finding_json(f, false)).collect::<Vec<_>>(),
-                "omitted_errors": rep.omitted(),
-            }),
-        );
-        return r;
-    }
-    let out = &mut r.stdout;
-    let mut errors = rep.errors().iter();
-    match errors.next() {
-        None => {
-            let _ = writeln!(
+        writeln!(out)?;
+        for t in &d.non_finite {
+            let name = rep.tensor_at(t.index).map_or("", |x| x.name);
+            writeln!(
                 out,
-                "{path}: ok (index of {} shards; {})",
+                "{indent}  non-finite: tensor \"{}\" {}: {} NaN, {} +Inf, {} -Inf",
+                stcheck::escape(name),
+                t.dtype,
+                t.nan,
+                t.pos_inf,
+                t.neg_inf
+            )?;
+        }
+    }
+    if let Some(h) = &c.sha256 {
+        writeln!(out, "{indent}  sha256 {}", wire::hex(h))?;
+    }
+    Ok(())
+}
+
+/// A path that could not be checked: its JSON record on stdout, the message on stderr.
+pub(crate) fn unreadable(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    path: &str,
+    e: &ReadError,
+    o: &Options,
+    kind: &str,
+) -> io::Result<()> {
+    if o.json {
+        wire::write_line(out, kind, &UnreadableRecord::new(path, e))?;
+    }
+    let _ = writeln!(err, "stcheck: {path}: {e}");
+    Ok(())
+}
+
+/// A path not checked (a link not followed, a special file, a loop, a directory with nothing to
+/// check): a failure of the run. `{"path", "reason", "message"}`, or `path: not checked: ...`.
+pub(crate) fn not_checked(
+    out: &mut dyn Write,
+    path: &str,
+    why: &ReadError,
+    o: &Options,
+) -> io::Result<()> {
+    if o.json {
+        #[derive(serde::Serialize)]
+        struct NotChecked<'a> {
+            path: &'a str,
+            reason: &'a str,
+            message: &'a str,
+        }
+        let record = NotChecked {
+            path,
+            reason: why.code(),
+            message: why.message(),
+        };
+        return wire::write_line(out, "not_checked", &record);
+    }
+    writeln!(out, "{path}: not checked: {}", why.message())
+}
+
+/// The output of one index, written as the shards are checked: in JSON the record's head and
+/// each shard's record at once; in human form the shards' lines are kept until the set's
+/// verdict line is written above them.
+pub(crate) struct IndexOutput<'w> {
+    out: &'w mut dyn Write,
+    json: bool,
+    shards_written: usize,
+    human_shards: Vec<u8>,
+    dir: String,
+    error: Option<io::Error>,
+}
+
+impl<'w> IndexOutput<'w> {
+    pub(crate) fn start(out: &'w mut dyn Write, path: &Path, o: &Options) -> Self {
+        let shown = show(path);
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => format!("{}/", show(p)),
+            _ => String::new(),
+        };
+        let mut me = IndexOutput {
+            out,
+            json: o.json,
+            shards_written: 0,
+            human_shards: Vec::new(),
+            dir,
+            error: None,
+        };
+        if me.json {
+            let r = (|| {
+                me.out
+                    .write_all(b"{\"type\":\"index\",\"data\":{\"path\":")?;
+                wire::write_json(me.out, &shown)?;
+                me.out.write_all(b",\"shards\":[")
+            })();
+            me.note(r);
+        }
+        me
+    }
+
+    fn note(&mut self, r: io::Result<()>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// One shard's outcome.
+    pub(crate) fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>, o: &Options) {
+        if self.error.is_some() {
+            return;
+        }
+        let path = format!("{}{}", self.dir, stcheck::escape(name));
+        let r = if self.json {
+            let sep: &[u8] = if self.shards_written > 0 { b"," } else { b"" };
+            self.shards_written += 1;
+            (|| {
+                self.out.write_all(sep)?;
+                match outcome {
+                    ShardOutcome::Checked(c) => {
+                        wire::write_json(self.out, &FileRecord::shard(name, &path, c, options(o)))
+                    }
+                    ShardOutcome::NotChecked(f) => wire::write_json(
+                        self.out,
+                        &MissingShard {
+                            name,
+                            path: &path,
+                            error: f,
+                        },
+                    ),
+                }
+            })()
+        } else {
+            match outcome {
+                ShardOutcome::Checked(c) => {
+                    file_human(&mut self.human_shards, &format!("shard {path}"), c, o, "  ")
+                }
+                ShardOutcome::NotChecked(_) => Ok(()),
+            }
+        };
+        self.note(r);
+    }
+
+    /// The set's verdict, after the shards.
+    pub(crate) fn finish(mut self, shown: &str, rep: &IndexReport) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.json {
+            let mut tail = Vec::new();
+            wire::write_json(&mut tail, &IndexTail::new(rep))?;
+            self.out.write_all(b"],")?;
+            self.out.write_all(tail.get(1..).unwrap_or(&[]))?;
+            return self.out.write_all(b"}\n");
+        }
+        let out = &mut *self.out;
+        let mut errors = rep.errors().iter();
+        match errors.next() {
+            None => writeln!(
+                out,
+                "{shown}: ok (index of {} shards; {})",
                 rep.shards().len(),
                 totals_human(
                     rep.tensors(),
                     rep.parameters(),
                     &strict_totals(rep.totals_by_dtype())
                 )
-            );
+            )?,
+            Some(first) => writeln!(out, "{shown}: error {first}")?,
         }
-        Some(first) => {
-            let _ = writeln!(out, "{path}: error {first}");
+        for e in errors {
+            writeln!(out, "  error {e}")?;
         }
-    }
-    for e in errors {
-        let _ = writeln!(out, "  error {e}");
-    }
-    if rep.omitted() > 0 {
-        let _ = writeln!(out, "  ... and {} more errors", rep.omitted());
-    }
-    for w in rep.warnings() {
-        let _ = writeln!(out, "  warning {w}");
-    }
-    for s in rep.shards() {
-        for w in &s.warnings {
-            let _ = writeln!(out, "  warning shard \"{}\": {w}", s.name.escape_debug());
+        if rep.omitted() > 0 {
+            writeln!(out, "  ... and {} more errors", rep.omitted())?;
         }
+        for w in rep.warnings() {
+            writeln!(out, "  warning {w}")?;
+        }
+        out.write_all(&self.human_shards)
     }
-    r
-}
 
-/// Counts for the summary and the exit code.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Tally {
-    pub(crate) files: u64,
-    pub(crate) indexes: u64,
-    pub(crate) valid: u64,
-    pub(crate) invalid: u64,
-    pub(crate) io_errors: u64,
-    pub(crate) skipped: u64,
-}
-
-impl Tally {
-    pub(crate) fn exit_code(&self) -> u8 {
-        if self.io_errors > 0 {
-            2
-        } else if self.invalid > 0 {
-            1
-        } else {
-            0
+    /// The set could not be checked (a shard or the directory could not be read).
+    pub(crate) fn fail(mut self, e: &ReadError) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
+        if self.json {
+            self.out
+                .write_all(b"],\"status\":\"io_error\",\"io_error\":")?;
+            wire::write_json(self.out, &e.to_string())?;
+            self.out.write_all(b",\"read_error\":")?;
+            wire::write_json(self.out, e.kind().as_str())?;
+            return self.out.write_all(b"}}\n");
+        }
+        Ok(())
     }
 }
 
-/// The JSON summary line (the human form has none: one line per file).
-pub(crate) fn summary(t: &Tally) -> String {
-    envelope(
-        "summary",
-        json!({
-            "files": t.files, "indexes": t.indexes, "valid": t.valid, "invalid": t.invalid,
-            "io_errors": t.io_errors, "skipped": t.skipped, "exit_code": t.exit_code(),
-        }),
-    )
+/// A shard the index names that could not be checked: `{"name", "path", "status":
+/// "missing", "error"}`.
+struct MissingShard<'a> {
+    name: &'a str,
+    path: &'a str,
+    error: &'a Finding,
+}
+
+impl serde::Serialize for MissingShard<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("name", self.name)?;
+        m.serialize_entry("path", self.path)?;
+        m.serialize_entry("status", "missing")?;
+        m.serialize_entry("error", &FindingRecord::error_finding(self.error))?;
+        m.end()
+    }
 }

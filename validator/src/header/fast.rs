@@ -25,27 +25,20 @@
 //! collision, send the header to the serde path, so the result never depends on the hash
 //! function: an attacker who forces collisions only forces the slow path.
 
-use std::borrow::Cow;
 use std::hash::BuildHasher as _;
 
-use super::{plain_name, MetadataForm, Parsed, Record, HEADER_START, TYPICAL_ENTRY_LEN};
+use super::{plain_name, Metadata, MetadataForm, Parsed, Record, HEADER_START, TYPICAL_ENTRY_LEN};
 use crate::dtype::Dtype;
 use crate::error::Finding;
+use crate::json::KeyTable;
 use crate::names;
+use crate::report::Warnings;
 
 /// Parse a header of the canonical shape; `None` when the serde path must decide.
-pub(crate) fn parse(text: &str) -> Option<Parsed<'_>> {
-    let capacity = text.len() / TYPICAL_ENTRY_LEN;
-    let mut parsed = Parsed {
-        tensors: Vec::with_capacity(capacity),
-        dims: Vec::with_capacity(2 * capacity),
-        metadata_form: MetadataForm::Absent,
-        metadata: Vec::new(),
-        metadata_offsets: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let mut hashes: Vec<u64> = Vec::with_capacity(capacity);
-    let hasher = super::name_hasher();
+pub(crate) fn parse(text: &str, warnings: Warnings) -> Option<Parsed> {
+    let mut parsed = Parsed::new(text.len(), warnings);
+    let mut hashes: Vec<u64> = Vec::with_capacity(text.len() / TYPICAL_ENTRY_LEN);
+    let hasher = crate::json::key_hasher();
     let mut s = Scanner {
         text,
         b: text.as_bytes(),
@@ -87,8 +80,10 @@ pub(crate) fn parse(text: &str) -> Option<Parsed<'_>> {
                     }
                 }
                 hashes.push(hasher.hash_one(key));
-                let record = s.entry(key, offset, &mut parsed.dims)?;
-                parsed.tensors.push(record);
+                let record = s.entry(&mut parsed.dims)?;
+                parsed
+                    .tensors
+                    .push(record.with_plain_name(quote, key.len())?);
             }
             s.ws();
             match s.next()? {
@@ -329,46 +324,51 @@ impl<'a> Scanner<'a> {
     }
 
     /// The value of `__metadata__`: `null` or an object of strings with distinct keys.
-    fn metadata(&mut self, parsed: &mut Parsed<'a>) -> Option<()> {
+    fn metadata(&mut self, parsed: &mut Parsed) -> Option<()> {
         if self.b.get(self.pos..)?.starts_with(b"null") {
             self.pos += 4;
-            parsed.metadata_form = MetadataForm::Null;
+            parsed.metadata.form = MetadataForm::Null;
             return Some(());
         }
+        let open = self.pos;
         self.eat(b'{')?;
-        parsed.metadata_form = MetadataForm::Map;
+        let mut meta = Metadata {
+            form: MetadataForm::Map,
+            open: u32::try_from(open).ok(),
+            len: 0,
+            total_parameters: None,
+        };
         self.ws();
-        if self.eat_if(b'}') {
-            return Some(());
-        }
-        loop {
-            let (_, key, _) = self.string()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            let (quote, value, _) = self.string()?;
-            parsed
-                .metadata
-                .push((Cow::Borrowed(key), Cow::Borrowed(value)));
-            parsed.metadata_offsets.push(HEADER_START + quote as u64);
-            self.ws();
-            match self.next()? {
-                b',' => self.ws(),
-                b'}' => break,
-                _ => return None,
+        if !self.eat_if(b'}') {
+            let mut keys = KeyTable::new();
+            loop {
+                let (quote, key, _) = self.string()?;
+                if keys.insert(self.text, quote, key).is_some() {
+                    return None;
+                }
+                if key == "total_parameters" {
+                    meta.total_parameters = Some(u32::try_from(quote).ok()?);
+                }
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+                self.string()?;
+                meta.len += 1;
+                self.ws();
+                match self.next()? {
+                    b',' => self.ws(),
+                    b'}' => break,
+                    _ => return None,
+                }
             }
         }
-        let mut keys: Vec<&str> = parsed.metadata.iter().map(|(k, _)| &**k).collect();
-        keys.sort_unstable();
-        if keys.windows(2).any(|w| w[0] == w[1]) {
-            return None;
-        }
+        parsed.metadata = meta;
         Some(())
     }
 
     /// A tensor entry with exactly `dtype`, `shape` and `data_offsets`, in any order, whose
     /// size checks pass; its dimensions are appended to `dims`.
-    fn entry(&mut self, name: &'a str, offset: u64, dims: &mut Vec<u64>) -> Option<Record<'a>> {
+    fn entry(&mut self, dims: &mut Vec<u64>) -> Option<Record> {
         self.eat(b'{')?;
         let mut dtype: Option<Dtype> = None;
         let mut shape: Option<(usize, usize)> = None;
@@ -425,16 +425,8 @@ impl<'a> Scanner<'a> {
         }
         let (dtype, (start, len), (begin, end)) = (dtype?, shape?, offsets?);
         let elements = crate::size::check(dtype, dims.get(start..start + len)?, begin, end).ok()?;
-        Some(Record {
-            name: Cow::Borrowed(name),
-            offset,
-            dtype,
-            dims_start: u32::try_from(start).ok()?,
-            dims_len: u32::try_from(len).ok()?,
-            begin,
-            end,
-            elements,
-        })
+        let dims = (u32::try_from(start).ok()?, u32::try_from(len).ok()?);
+        Some(Record::unnamed(dtype, dims, begin, end, elements))
     }
 }
 
@@ -462,19 +454,20 @@ pub fn header_fast_vs_slow(header: &[u8]) -> Result<FastVsSlow, String> {
     let Ok((text, _)) = crate::frame::header_text(header) else {
         return Ok(FastVsSlow::NotText);
     };
-    let fast = parse(text);
-    let slow = super::parse_slow(text);
+    let none = Warnings::new(crate::limits::DEFAULT_MAX_WARNINGS_PER_RULE);
+    let fast = parse(text, none.clone());
+    let slow = super::parse_slow(text, none);
     match (fast, slow) {
         (None, Ok(_)) => Ok(FastVsSlow::SlowOnlyAccepted),
         (None, Err(_)) => Ok(FastVsSlow::BothRejected),
         (Some(_), Err(e)) => Err(format!(
             "the fast path accepts a header the serde path rejects: {e}"
         )),
-        (Some(fast), Ok(slow)) => compare(&fast, &slow).map(|()| FastVsSlow::FastAccepted),
+        (Some(fast), Ok(slow)) => compare(text, &fast, &slow).map(|()| FastVsSlow::FastAccepted),
     }
 }
 
-fn compare(fast: &Parsed<'_>, slow: &Parsed<'_>) -> Result<(), String> {
+fn compare(text: &str, fast: &Parsed, slow: &Parsed) -> Result<(), String> {
     fn same<T: PartialEq + std::fmt::Debug>(what: &str, f: T, s: T) -> Result<(), String> {
         if f == s {
             Ok(())
@@ -484,10 +477,10 @@ fn compare(fast: &Parsed<'_>, slow: &Parsed<'_>) -> Result<(), String> {
     }
     same("tensor counts", fast.tensors.len(), slow.tensors.len())?;
     for (i, (f, s)) in fast.tensors.iter().zip(&slow.tensors).enumerate() {
-        let key = |r: &Record<'_>| {
+        let key = |r: &Record, p: &Parsed| {
             (
-                r.name.to_string(),
-                r.offset,
+                r.name(text, &p.names).to_owned(),
+                r.offset(&p.names),
                 r.dtype,
                 r.dims_start,
                 r.dims_len,
@@ -496,17 +489,11 @@ fn compare(fast: &Parsed<'_>, slow: &Parsed<'_>) -> Result<(), String> {
                 r.elements,
             )
         };
-        same(&format!("records #{i}"), key(f), key(s))?;
+        same(&format!("records #{i}"), key(f, fast), key(s, slow))?;
     }
     same("dims", &fast.dims, &slow.dims)?;
-    same("metadata forms", fast.metadata_form, slow.metadata_form)?;
-    same("metadata", &fast.metadata, &slow.metadata)?;
-    same(
-        "metadata offsets",
-        &fast.metadata_offsets,
-        &slow.metadata_offsets,
-    )?;
-    same("warnings", &fast.warnings, &slow.warnings)?;
+    same("metadata", fast.metadata, slow.metadata)?;
+    same("warnings", fast.warnings.sorted(), slow.warnings.sorted())?;
     Ok(())
 }
 

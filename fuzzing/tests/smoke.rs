@@ -1,10 +1,10 @@
 //! Every fuzz target's logic, run on stable as a seeded smoke test (as wasm-tools does), so the
 //! fuzz code cannot rot between fuzzing runs. The targets in `fuzz/fuzz_targets/` call the
-//! same functions of `stcheck::fuzzing`.
+//! same functions of `stcheck_fuzzing`.
 
 use std::collections::BTreeMap;
 
-use stcheck::fuzzing::{self, Differential, Mutation, Rng, Source, Structured};
+use stcheck_fuzzing::{self as fuzzing, Differential, Mutation, Rng, Source, Structured};
 
 const ITERATIONS: u64 = 3000;
 

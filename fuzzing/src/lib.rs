@@ -6,7 +6,7 @@
 //! - [`check_validate`]: any bytes; never panics, every offset lies within the input, the
 //!   verdict is deterministic and `deny_warnings` promotes exactly the first warning.
 //! - [`Structured::check`]: a generated, strictly valid model written by
-//!   [`crate::write::serialize`], then at most one [`Mutation`] whose verdict is asserted.
+//!   [`stcheck::write::serialize`], then at most one [`Mutation`] whose verdict is asserted.
 //! - [`check_stream`]: the streaming validator, fed through arbitrary short reads, agrees with
 //!   the whole-buffer validator on verdict, rule, offset, tensor and message.
 //! - [`check_differential`]: the reference crate (`safetensors` 0.8.0) on the same bytes.
@@ -17,7 +17,7 @@
 //! from a seeded [`Rng`] (or a fixed slice, [`ByteSource`]). So the same logic runs on stable
 //! without the feature, and `arbitrary` stays an optional dependency of the library.
 //! The `index` target is also here ([`IndexCase::check`]): generated shard sets checked in
-//! memory by [`crate::index::check_index`].
+//! memory by [`stcheck::index::check_index`].
 //!
 //! The checks panic on a broken property (that is how a fuzzer sees a finding), with a message
 //! that starts with `FUZZ FINDING`.
@@ -26,13 +26,9 @@ use std::collections::HashSet;
 use std::io::{self, Read};
 use std::sync::Mutex;
 
-use crate::dtype::Dtype;
-use crate::error::Error;
-use crate::limits::Config;
-use crate::reference::{self, RefTensor, Verdict};
-use crate::report::Report;
-use crate::rules::Rule;
-use crate::write::{self, TensorSpec};
+use stcheck::reference::{self, RefTensor, Verdict};
+use stcheck::write::{self, TensorSpec};
+use stcheck::{Config, Dtype, Error, Report, Rule};
 
 // ---------------------------------------------------------------------------------------------
 // Sources of choices
@@ -171,7 +167,7 @@ pub enum Outcome {
         /// The tensors in offset order.
         tensors: Vec<(String, Dtype, Vec<u64>, u64, u64)>,
         /// The warnings.
-        warnings: Vec<crate::Warning>,
+        warnings: Vec<stcheck::Warning>,
     },
     /// Rejected with this error.
     Reject(Error),
@@ -195,7 +191,7 @@ pub fn outcome(result: &Result<Report<'_>, Error>) -> Outcome {
 /// `deny_warnings` promotes exactly the first warning.
 pub fn check_validate(data: &[u8]) {
     let config = Config::default();
-    let first = crate::validate(data, &config);
+    let first = stcheck::validate(data, &config);
     let len = data.len() as u64;
     match &first {
         Err(e) => assert!(
@@ -226,10 +222,13 @@ pub fn check_validate(data: &[u8]) {
         }
     }
     let a = outcome(&first);
-    let b = outcome(&crate::validate(data, &config));
+    let b = outcome(&stcheck::validate(data, &config));
     assert_eq!(a, b, "FUZZ FINDING: validating twice gave two verdicts");
 
-    let strict = outcome(&crate::validate(data, &config.clone().deny_warnings(true)));
+    let strict = outcome(&stcheck::validate(
+        data,
+        &config.clone().deny_warnings(true),
+    ));
     let expected = match a {
         Outcome::Accept { warnings, .. } if !warnings.is_empty() => {
             Outcome::Reject(warnings[0].clone().into())
@@ -300,7 +299,7 @@ impl Read for ChunkedReader<'_> {
 /// `fast_path` target: the header fast path accepts only what the serde path accepts, and with
 /// the same records, metadata and warnings. `header` is the N bytes after the length field.
 pub fn check_fast_path(header: &[u8]) {
-    if let Err(difference) = crate::header_fast_vs_slow(header) {
+    if let Err(difference) = stcheck::internal::header_fast_vs_slow(header) {
         panic!("the header fast path differs from the serde path: {difference}");
     }
 }
@@ -321,23 +320,24 @@ pub fn check_stream_input(data: &[u8]) {
     check_stream(file, schedule);
 }
 
-/// The streaming validator, reading `file` in the chunks of `schedule`, gives the same verdict,
-/// rule, offset, tensor and message as [`crate::validate`], and the same report.
+/// The one checker, fed `file` through reads in the chunks of `schedule`, gives the same
+/// verdict, rule, offset, tensor and message, the same report, deep counts and hash as when it
+/// is handed the whole buffer ([`stcheck::Checker::check_slice`]).
 pub fn check_stream(file: &[u8], schedule: &[u8]) {
-    for config in [Config::default(), Config::default().deny_warnings(true)] {
-        let whole = outcome(&crate::validate(file, &config));
-        let streamed =
-            match crate::stream::validate_reader(ChunkedReader::new(file, schedule), &config) {
-                Ok(r) => outcome(&Ok(r)),
-                Err(crate::stream::StreamError::Invalid(e)) => Outcome::Reject(e),
-                Err(crate::stream::StreamError::Io(e)) => {
-                    panic!("FUZZ FINDING: the streaming validator failed to read a slice: {e}")
-                }
-            };
+    for config in [
+        Config::default(),
+        Config::default().deny_warnings(true),
+        Config::default().deep(true).sha256(true),
+    ] {
+        let whole = stcheck::Checker::check_slice(&config, file);
+        let streamed = match stcheck::check_reader(ChunkedReader::new(file, schedule), &config) {
+            Ok(c) => c,
+            Err(e) => panic!("FUZZ FINDING: the streaming checker failed to read a slice: {e}"),
+        };
         assert_eq!(
-            streamed, whole,
-            "FUZZ FINDING: streaming and whole-buffer verdicts differ (deny_warnings: {})",
-            config.deny_warnings
+            (outcome(&streamed.verdict), &streamed.deep, streamed.sha256),
+            (outcome(&whole.verdict), &whole.deep, whole.sha256),
+            "FUZZ FINDING: streamed and whole-buffer checks differ ({config:?})"
         );
     }
 }
@@ -395,7 +395,7 @@ fn as_ref_tensors(report: &Report<'_>) -> Vec<RefTensor> {
 /// and strict rejects under a rule not on the documented list, or when the reference panics
 /// and strict accepts. A reference panic on an input strict rejects is returned, not raised.
 pub fn check_differential(file: &[u8]) -> Differential {
-    let strict = crate::validate(file, &Config::default());
+    let strict = stcheck::validate(file, &Config::default());
     let reference = reference_verdict_quiet(file);
     match (&strict, reference) {
         (Ok(report), Verdict::Accept(theirs)) => {
@@ -561,7 +561,7 @@ fn sanitize_name(raw: String) -> String {
     let mut name: String = raw
         .chars()
         .map(|c| {
-            if crate::names::is_control(c) || crate::names::is_invisible(c) {
+            if stcheck::internal::is_control(c) || stcheck::internal::is_invisible(c) {
                 '~'
             } else {
                 c
@@ -571,7 +571,7 @@ fn sanitize_name(raw: String) -> String {
     if name.is_empty() || name == "__metadata__" {
         name.insert(0, 't');
     }
-    if crate::names::is_path_like(&name) {
+    if stcheck::internal::is_path_like(&name) {
         name = name.replace(['/', '\\'], "|");
         if name == ".." {
             name.push('|');
@@ -621,7 +621,7 @@ impl Model {
             let rank = src.upto(b.max_rank);
             let mut shape: Vec<u64> = (0..rank).map(|_| src.upto(b.max_dim)).collect();
             let bytes = loop {
-                match crate::size::byte_length(dtype, &shape) {
+                match stcheck::internal::byte_length(dtype, &shape) {
                     Ok(n) if n <= budget => break n,
                     // Too large: give the tensor no elements.
                     Ok(_) => {
@@ -649,7 +649,7 @@ impl Model {
         let meta_count = src.upto(b.max_metadata);
         let params: u64 = tensors
             .iter()
-            .map(|t| crate::size::element_count(&t.shape).unwrap_or(0))
+            .map(|t| stcheck::internal::element_count(&t.shape).unwrap_or(0))
             .fold(0, u64::saturating_add);
         for _ in 0..meta_count {
             let key = if src.chance(24) {
@@ -691,7 +691,7 @@ impl Model {
 
     /// Assert that `file` validates to exactly this model, with no warning.
     pub fn assert_reads_back(&self, file: &[u8], what: &str) {
-        let report = match crate::validate(file, &Config::default()) {
+        let report = match stcheck::validate(file, &Config::default()) {
             Ok(r) => r,
             Err(e) => panic!("FUZZ FINDING: {what}: a valid file is rejected: {e}"),
         };
@@ -715,7 +715,7 @@ impl Model {
         assert_eq!(got, want, "FUZZ FINDING: {what}: tensors read back differ");
         let mut meta: Vec<(String, String)> = report
             .metadata()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();
         meta.sort();
         let mut want_meta = self.metadata.clone();
@@ -1439,7 +1439,7 @@ fn apply(model: &Model, file: &[u8], m: Mutation) -> Option<(Vec<u8>, Expect)> {
             let rest = len - 8 - n;
             let new_n = match kind % 5 {
                 0 => 0,
-                1 => crate::limits::DEFAULT_MAX_HEADER_SIZE + 1 + raw % (1 << 40),
+                1 => stcheck::limits::DEFAULT_MAX_HEADER_SIZE + 1 + raw % (1 << 40),
                 2 => 1 + raw % n,
                 3 if rest > 0 => n + 1 + raw % rest,
                 _ => n.checked_add(rest + 1 + raw % (1 << 20))?,
@@ -1456,7 +1456,7 @@ fn apply(model: &Model, file: &[u8], m: Mutation) -> Option<(Vec<u8>, Expect)> {
             };
             let expect = if new_n == 0 {
                 at0(Rule::FrameEmptyHeader)
-            } else if new_n > crate::limits::DEFAULT_MAX_HEADER_SIZE {
+            } else if new_n > stcheck::limits::DEFAULT_MAX_HEADER_SIZE {
                 at0(Rule::FrameHeaderLimit)
             } else if new_n > len - 8 {
                 at0(Rule::FrameHeaderBounds)
@@ -1625,7 +1625,7 @@ impl Structured {
         let (mutated, expect) = apply(&self.model, &file, m)?;
         check_validate(&mutated);
         check_differential(&mutated);
-        let result = crate::validate(&mutated, &Config::default());
+        let result = stcheck::validate(&mutated, &Config::default());
         let what = format!("after mutation {m:?}");
         match expect {
             Expect::Same => self.model.assert_reads_back(&mutated, &what),
@@ -1762,7 +1762,8 @@ impl IndexCase {
 
     /// Build the set, apply the change, run the checker and assert what the change implies.
     pub fn check(&self) {
-        use crate::index::{check_index, Location, MemorySource};
+        use stcheck::index::{check_index, MemorySource};
+        use stcheck::Location;
         let n = self.shards.len();
         let mut source = MemorySource::new();
         let mut files = Vec::new();
@@ -1865,7 +1866,7 @@ impl IndexCase {
         for f in report.errors().iter().chain(report.warnings()) {
             let limit = match f.location() {
                 Location::Index => index.len() as u64,
-                Location::Shard => u64::MAX,
+                _ => u64::MAX,
             };
             assert!(
                 f.offset() <= limit,

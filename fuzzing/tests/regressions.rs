@@ -1,9 +1,9 @@
 //! Every input a fuzz target found, as a named test with its input file under
 //! `tests/regressions/`. See `fuzz/README.md` for how a crash becomes one of these.
 
-use stcheck::fuzzing::{self, Differential};
 use stcheck::reference::{self, Verdict};
 use stcheck::{Config, Rule};
+use stcheck_fuzzing::{self as fuzzing, Differential};
 
 fn regression(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/regressions/{name}", env!("CARGO_MANIFEST_DIR"));

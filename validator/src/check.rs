@@ -1,0 +1,435 @@
+//! The one checker: every way of checking a file goes through [`Checker`].
+//!
+//! Like wasmparser's `Parser`, it is fed bytes, whole or in chunks of any size, and owns the
+//! order of the stages — the length field, the header (framing, then the schema and layout),
+//! the data region (its length, the deep scan, the hash), then the findings that need the
+//! whole file (`deny_warnings`, the deep scan's faults and warnings). A mapped or in-memory
+//! file is handed over whole ([`Checker::check_slice`]): the header is borrowed, not copied,
+//! and the deep scan can split the data across threads. A reader, a pipe or a remote source
+//! feeds it ([`Checker::feed`]) and says how long the file is where it knows
+//! ([`Checker::with_len`]), so a header-only check stops reading after the header. A stream
+//! of unknown length is read up to the first byte past the data region, where the verdict
+//! (`DATA-TRAILING`) is already known: an endless stream ends the check there.
+//!
+//! The verdict, rule, offset and message are the same whichever way the bytes arrive; the
+//! tests check this on every corpus file for several chunk sizes.
+
+use std::borrow::Cow;
+
+use crate::deep::{DeepReport, DeepScan};
+use crate::error::Error;
+use crate::frame;
+use crate::header;
+use crate::limits::{Config, HEAD_LEN};
+use crate::reference::{self, Verdict};
+use crate::report::{Report, Warnings};
+
+/// What a [`Checker`] needs next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Need {
+    /// More bytes, in order (or the end of the input: [`Checker::finish`]).
+    More,
+    /// Nothing more: the verdict is known, or the rest of the file is not needed (a header-only
+    /// check of a file of known length). Call [`Checker::finish`].
+    Done,
+}
+
+/// The result of checking one file: the verdict and what came with it. Every entry point that
+/// reads gives `Result<Checked, ReadError>`: a file that could not be read has no verdict.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Checked<'a> {
+    /// The strict verdict: the report of a valid file, or the first error.
+    pub verdict: Result<Report<'a>, Error>,
+    /// The deep scan of a valid file, with [`Config::deep`].
+    pub deep: Option<DeepReport>,
+    /// The SHA-256 of the whole file, with [`Config::sha256`] (for a valid file).
+    pub sha256: Option<[u8; 32]>,
+    /// The reference crate's verdict, with [`Config::reference`].
+    pub reference: Option<Verdict>,
+    /// The file's length, where it is known (the bytes of a stream that was read to its end).
+    pub file_len: Option<u64>,
+    /// How many bytes of the input were consumed.
+    pub bytes_read: u64,
+}
+
+impl Checked<'_> {
+    /// Whether the file is valid under the strict profile.
+    pub fn is_valid(&self) -> bool {
+        self.verdict.is_ok()
+    }
+
+    /// The same result, owning its report.
+    pub fn into_owned(self) -> Checked<'static> {
+        Checked {
+            verdict: self.verdict.map(Report::into_owned),
+            deep: self.deep,
+            sha256: self.sha256,
+            reference: self.reference,
+            file_len: self.file_len,
+            bytes_read: self.bytes_read,
+        }
+    }
+}
+
+/// The checker of one file. See the module documentation.
+#[derive(Debug)]
+pub struct Checker<'a> {
+    config: Config,
+    /// The file's length, when the source knows it.
+    len: Option<u64>,
+    consumed: u64,
+    stage: Stage<'a>,
+}
+
+#[derive(Debug)]
+enum Stage<'a> {
+    /// Reading the 8-byte length field.
+    Length {
+        buf: [u8; frame::LENGTH_FIELD],
+        got: usize,
+    },
+    /// Reading the N header bytes (grown as bytes arrive, so a lying length field cannot make
+    /// it allocate more than was sent).
+    Header {
+        prefix: [u8; frame::LENGTH_FIELD],
+        n: u64,
+        buf: Vec<u8>,
+    },
+    /// The length field cannot be a header length: reading up to [`HEAD_LEN`] bytes of the
+    /// file in all to tell whether it is another format (`FRAME-NOT-SAFETENSORS`).
+    Sniff(Box<SniffStage>),
+    /// The header is valid; reading (or skipping) the data region.
+    Data(Box<DataStage<'a>>),
+    /// The verdict is known.
+    Done(Box<Result<Report<'a>, Error>>),
+}
+
+#[derive(Debug)]
+struct SniffStage {
+    /// The first bytes of the file, the length field included.
+    head: Vec<u8>,
+    /// `FRAME-HEADER-LIMIT` or `FRAME-HEADER-BOUNDS`.
+    cause: Error,
+}
+
+#[derive(Debug)]
+struct DataStage<'a> {
+    report: Report<'a>,
+    /// Bytes of the data region consumed.
+    seen: u64,
+    deep: Option<DeepScan>,
+}
+
+impl Checker<'static> {
+    /// A checker for bytes that will be fed to it.
+    pub fn new(config: &Config) -> Self {
+        Checker {
+            config: config.clone(),
+            len: None,
+            consumed: 0,
+            stage: Stage::Length {
+                buf: [0; frame::LENGTH_FIELD],
+                got: 0,
+            },
+        }
+    }
+}
+
+impl<'a> Checker<'a> {
+    /// Declare the file's length (a file's size, an HTTP `Content-Range`). A check that does
+    /// not read the data ([`Config::reads_data`] false) then needs only the length field and
+    /// the header, and decides `DATA-TRUNCATED` / `DATA-TRAILING` from the length; one that
+    /// reads the data must be fed exactly this many bytes.
+    pub fn with_len(mut self, len: u64) -> Self {
+        self.len = Some(len);
+        self
+    }
+
+    /// Check a whole file held in memory or mapped: the header is borrowed from `file`, and
+    /// the deep scan may split the data across [`Config::threads`]. Runs the reference crate
+    /// too with [`Config::reference`].
+    pub fn check_slice(config: &Config, file: &'a [u8]) -> Checked<'a> {
+        let mut c = Checker {
+            config: config.clone(),
+            len: Some(file.len() as u64),
+            consumed: 0,
+            stage: Stage::Length {
+                buf: [0; frame::LENGTH_FIELD],
+                got: 0,
+            },
+        };
+        let prefix_len = file.len().min(frame::LENGTH_FIELD);
+        c.feed(&file[..prefix_len]);
+        if let Stage::Sniff(_) = c.stage {
+            c.feed(&file[prefix_len..file.len().min(HEAD_LEN)]);
+        }
+        if let Stage::Header { prefix, n, .. } = &c.stage {
+            let (prefix, n) = (*prefix, *n);
+            // `Length` checked the bounds against the known length: the slice holds 8 + n.
+            let end = usize::try_from(n).map_or(file.len(), |n| n.saturating_add(prefix_len));
+            let header = file.get(prefix_len..end).unwrap_or(&[]);
+            c.consumed += header.len() as u64;
+            c.enter_data(&prefix, Cow::Borrowed(header));
+            if let Stage::Data(d) = &mut c.stage {
+                let data = file.get(end..).unwrap_or(&[]);
+                if let Some(deep) = d.deep.as_mut() {
+                    deep.feed_all(
+                        &d.report,
+                        data,
+                        c.config.threads,
+                        c.config.min_bytes_per_thread,
+                    );
+                }
+                d.seen = data.len() as u64;
+                c.consumed += data.len() as u64;
+            }
+        }
+        let reference = config.reference.then(|| reference::verdict(file));
+        let mut checked = c.finish();
+        checked.reference = reference;
+        checked
+    }
+
+    /// Feed the next bytes of the file, in order. Returns what the checker needs next; bytes
+    /// fed after [`Need::Done`] are ignored.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Need {
+        while !bytes.is_empty() {
+            match &mut self.stage {
+                Stage::Length { buf, got } => {
+                    let take = (frame::LENGTH_FIELD - *got).min(bytes.len());
+                    buf[*got..*got + take].copy_from_slice(&bytes[..take]);
+                    *got += take;
+                    bytes = &bytes[take..];
+                    self.consumed += take as u64;
+                    if *got == frame::LENGTH_FIELD {
+                        let prefix = *buf;
+                        self.start_header(prefix);
+                    }
+                }
+                Stage::Header { prefix, n, buf } => {
+                    let want = usize::try_from(*n - buf.len() as u64).unwrap_or(usize::MAX);
+                    let take = want.min(bytes.len());
+                    buf.extend_from_slice(&bytes[..take]);
+                    bytes = &bytes[take..];
+                    self.consumed += take as u64;
+                    if buf.len() as u64 == *n {
+                        let prefix = *prefix;
+                        let header = std::mem::take(buf);
+                        self.enter_data(&prefix, Cow::Owned(header));
+                    }
+                }
+                Stage::Sniff(s) => {
+                    let take = (HEAD_LEN - s.head.len()).min(bytes.len());
+                    s.head.extend_from_slice(&bytes[..take]);
+                    bytes = &bytes[take..];
+                    self.consumed += take as u64;
+                    self.settle_sniff();
+                }
+                Stage::Data(d) => {
+                    if !self.config.reads_data() && self.len.is_some() {
+                        return Need::Done;
+                    }
+                    let room = d.report.data_len() - d.seen;
+                    let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+                    if let Some(deep) = d.deep.as_mut() {
+                        deep.feed(&d.report, &bytes[..take]);
+                    }
+                    d.seen += take as u64;
+                    self.consumed += take as u64;
+                    bytes = &bytes[take..];
+                    if !bytes.is_empty() {
+                        // A byte past the data region: the verdict is known without reading on.
+                        let e = d.report.trailing_error();
+                        self.consumed += 1;
+                        self.stage = Stage::Done(Box::new(Err(e)));
+                    }
+                }
+                Stage::Done(_) => return Need::Done,
+            }
+        }
+        self.need()
+    }
+
+    /// What the checker needs now.
+    pub fn need(&self) -> Need {
+        match &self.stage {
+            Stage::Done(_) => Need::Done,
+            Stage::Data(_) if !self.config.reads_data() && self.len.is_some() => Need::Done,
+            _ => Need::More,
+        }
+    }
+
+    /// How many bytes are worth reading next: the rest of the length field or of the header,
+    /// or of the data region plus one (to see a trailing byte); `None` when nothing more is
+    /// needed. A source that reads in ranges (a file without mapping, HTTP) asks for this many.
+    pub fn wanted(&self) -> Option<u64> {
+        match &self.stage {
+            Stage::Length { got, .. } => Some((frame::LENGTH_FIELD - got) as u64),
+            Stage::Header { n, buf, .. } => Some(n - buf.len() as u64),
+            Stage::Sniff(s) => {
+                let rest = (HEAD_LEN - s.head.len()) as u64;
+                Some(self.len.map_or(rest, |l| rest.min(l - self.consumed)))
+            }
+            Stage::Data(d) => match self.need() {
+                Need::Done => None,
+                Need::More => Some(d.report.data_len() - d.seen + 1),
+            },
+            Stage::Done(_) => None,
+        }
+    }
+
+    /// How many bytes were consumed so far.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// After the length field: bound the header length.
+    fn start_header(&mut self, prefix: [u8; frame::LENGTH_FIELD]) {
+        let n = match frame::header_length(&prefix, &self.config) {
+            Ok(n) => n,
+            Err(e) => return self.length_fault(prefix, e),
+        };
+        if let Some(len) = self.len {
+            if let Err(e) = frame::header_bounds(n, len) {
+                return self.length_fault(prefix, e);
+            }
+        }
+        self.stage = Stage::Header {
+            prefix,
+            n,
+            buf: Vec::new(),
+        };
+    }
+
+    /// The length field is at fault: the verdict, or first the sniff of the file's first
+    /// bytes when the fault is one `FRAME-NOT-SAFETENSORS` may replace.
+    fn length_fault(&mut self, prefix: [u8; frame::LENGTH_FIELD], cause: Error) {
+        if !frame::refinable(&cause) {
+            return self.stage = Stage::Done(Box::new(Err(cause)));
+        }
+        let mut head = Vec::with_capacity(HEAD_LEN);
+        head.extend_from_slice(&prefix);
+        self.stage = Stage::Sniff(Box::new(SniffStage { head, cause }));
+        self.settle_sniff();
+    }
+
+    /// Decide `FRAME-NOT-SAFETENSORS` once the first [`HEAD_LEN`] bytes, or all the file has
+    /// when its length is known, are in.
+    fn settle_sniff(&mut self) {
+        if let Stage::Sniff(s) = &self.stage {
+            let all = s.head.len() >= HEAD_LEN || self.len.is_some_and(|l| self.consumed >= l);
+            if all {
+                let e = frame::identify(s.cause.clone(), &s.head);
+                self.stage = Stage::Done(Box::new(Err(e)));
+            }
+        }
+    }
+
+    /// After the header bytes: framing, the parse, the layout; then the data stage.
+    fn enter_data(&mut self, prefix: &[u8], header: Cow<'a, [u8]>) {
+        let report = match check_header(header, &self.config) {
+            Ok(r) => r,
+            Err(e) => return self.stage = Stage::Done(Box::new(Err(e))),
+        };
+        let deep = self.config.reads_data().then(|| {
+            let framing: [&[u8]; 2] = [prefix, report.header_text().as_bytes()];
+            DeepScan::new(&report, &self.config, &framing)
+        });
+        self.stage = Stage::Data(Box::new(DataStage {
+            report,
+            seen: 0,
+            deep,
+        }));
+    }
+
+    /// The end of the input: the verdict, with the deep report and hash of a valid file.
+    pub fn finish(self) -> Checked<'a> {
+        let bytes_read = self.consumed;
+        let mut out = Checked {
+            verdict: Err(frame::bounds_error(0, 0)),
+            deep: None,
+            sha256: None,
+            reference: None,
+            file_len: self.len,
+            bytes_read,
+        };
+        out.verdict = match self.stage {
+            // Fewer than 8 bytes: `header_length` rejects them (FRAME-SHORT).
+            Stage::Length { buf, got } => Err(frame::header_length(&buf[..got], &self.config)
+                .err()
+                .unwrap_or_else(|| frame::bounds_error(0, got as u64))),
+            // The input ended inside the header: all the file is here to sniff.
+            Stage::Header { prefix, n, buf } => {
+                let cause = frame::bounds_error(n, frame::LENGTH_FIELD as u64 + buf.len() as u64);
+                let rest = &buf[..buf.len().min(HEAD_LEN - frame::LENGTH_FIELD)];
+                Err(frame::identify(cause, &[&prefix[..], rest].concat()))
+            }
+            Stage::Sniff(s) => Err(frame::identify(s.cause, &s.head)),
+            Stage::Done(verdict) => *verdict,
+            Stage::Data(d) => {
+                let DataStage {
+                    mut report,
+                    seen,
+                    deep,
+                } = *d;
+                let data_len = match self.len {
+                    Some(len) if !self.config.reads_data() => len - report.data_start(),
+                    _ => seen,
+                };
+                if out.file_len.is_none() {
+                    out.file_len = Some(report.data_start() + data_len);
+                }
+                report
+                    .check_data_len(data_len)
+                    .and_then(|()| report.deny(&self.config))
+                    .and_then(|()| match deep {
+                        None => Ok(report),
+                        Some(scan) => {
+                            let (found, sha) = scan.finish(&mut report);
+                            out.deep = Some(found?);
+                            out.sha256 = sha;
+                            report.deny(&self.config)?;
+                            Ok(report)
+                        }
+                    })
+            }
+        };
+        if out.verdict.is_err() {
+            out.deep = None;
+            out.sha256 = None;
+        }
+        out
+    }
+}
+
+/// Stage 1 and 2 on the header bytes (the N bytes after the length field): UTF-8 and the text
+/// around the object, the JSON parse with its schema, then the layout.
+fn check_header<'a>(header: Cow<'a, [u8]>, config: &Config) -> Result<Report<'a>, Error> {
+    let n = header.len() as u64;
+    let text: Cow<'a, str> = match header {
+        Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).map_err(frame::utf8_error)?),
+        Cow::Owned(v) => {
+            Cow::Owned(String::from_utf8(v).map_err(|e| frame::utf8_error(e.utf8_error()))?)
+        }
+    };
+    let mut warnings = Warnings::for_config(config);
+    for w in frame::text_warnings(&text)? {
+        warnings.push(w);
+    }
+    for w in frame::align_warning(n)
+        .into_iter()
+        .chain(frame::padding_warning(text.as_bytes()))
+    {
+        warnings.push(w);
+    }
+    let parsed = header::parse(&text, warnings)?;
+    Report::from_parsed(text, parsed)
+}
+
+/// Check the header alone (the N bytes after the length field), without the data-length
+/// check: the header benchmark's entry point.
+pub fn check_header_bytes<'a>(header: &'a [u8], config: &Config) -> Result<Report<'a>, Error> {
+    check_header(Cow::Borrowed(header), config)
+}

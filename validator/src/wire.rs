@@ -1,0 +1,710 @@
+//! The JSON output schema, as types: the records `stcheck --json` writes (one per line,
+//! `{"type": ..., "data": ...}`) and the Python package's `to_dict()` returns. One type per
+//! record, so the schema has one source; `docs/json-output.md` describes these types and a test
+//! keeps the two in step.
+//!
+//! Records borrow from the [`Checked`] result they describe and serialize lazily (the tensor
+//! list and the metadata are written as they are read from the report), so writing the record
+//! of a file with a million tensors needs no memory for the output. Write them with
+//! [`write_line`], which also escapes U+0085, U+2028 and U+2029 so that no line splitter can
+//! cut a record in two.
+
+use std::io::{self, Write};
+
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+
+use crate::check::Checked;
+use crate::deep::DeepReport;
+use crate::error::{Error, Finding, ReadError};
+use crate::index::IndexReport;
+use crate::reference::Verdict;
+use crate::report::{DtypeTotal, Report};
+use crate::rules::Severity;
+use crate::source::ReadMode;
+
+/// Whose verdict decides a file's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Profile {
+    /// The rules of SPEC.md.
+    Strict,
+    /// The verdict of the reference crate (`safetensors` 0.8.0).
+    Reference,
+}
+
+impl Profile {
+    /// `"strict"` or `"reference"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Strict => "strict",
+            Profile::Reference => "reference",
+        }
+    }
+}
+
+/// A record's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Checked and valid.
+    Valid,
+    /// Checked and invalid.
+    Invalid,
+    /// Could not be checked: never valid.
+    IoError,
+}
+
+impl Status {
+    /// `"valid"`, `"invalid"` or `"io_error"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::IoError => "io_error",
+        }
+    }
+}
+
+/// What a file record shows besides the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Whose verdict decides.
+    pub profile: Profile,
+    /// Include `tensor_list` and `metadata` (`-v`).
+    pub verbose: bool,
+    /// How the bytes were obtained (`mode`); `None` for bytes handed over in memory.
+    pub mode: Option<ReadMode>,
+}
+
+impl Options {
+    /// Strict, not verbose, the given read mode.
+    pub fn new(mode: Option<ReadMode>) -> Self {
+        Options {
+            profile: Profile::Strict,
+            verbose: false,
+            mode,
+        }
+    }
+
+    /// Set the profile.
+    pub fn profile(mut self, p: Profile) -> Self {
+        self.profile = p;
+        self
+    }
+
+    /// Set verbosity.
+    pub fn verbose(mut self, yes: bool) -> Self {
+        self.verbose = yes;
+        self
+    }
+}
+
+/// A finding: `{"rule", "kind", "severity", "promoted_warning", "offset", "offset_in",
+/// "tensor", "shard", "message", "cause"}`.
+#[derive(Debug, Clone, Copy)]
+pub struct FindingRecord<'a> {
+    finding: &'a Finding,
+    /// Reported as an error (a promoted warning is then marked).
+    as_error: bool,
+}
+
+impl<'a> FindingRecord<'a> {
+    /// A warning.
+    pub fn warning(finding: &'a Finding) -> Self {
+        FindingRecord {
+            finding,
+            as_error: false,
+        }
+    }
+    /// An error.
+    pub fn error(e: &'a Error) -> Self {
+        FindingRecord {
+            finding: e.finding(),
+            as_error: true,
+        }
+    }
+    /// A finding reported as an error.
+    pub fn error_finding(finding: &'a Finding) -> Self {
+        FindingRecord {
+            finding,
+            as_error: true,
+        }
+    }
+}
+
+impl Serialize for FindingRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.finding;
+        let severity = f.rule().severity();
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("rule", f.rule().id())?;
+        m.serialize_entry("kind", f.kind().as_str())?;
+        m.serialize_entry(
+            "severity",
+            if self.as_error {
+                "error"
+            } else {
+                severity.as_str()
+            },
+        )?;
+        m.serialize_entry(
+            "promoted_warning",
+            &(self.as_error && severity == Severity::Warning),
+        )?;
+        m.serialize_entry("offset", &f.offset())?;
+        m.serialize_entry("offset_in", f.location().as_str())?;
+        m.serialize_entry("tensor", &f.tensor())?;
+        m.serialize_entry("shard", &f.shard())?;
+        m.serialize_entry("message", f.message())?;
+        m.serialize_entry("cause", &f.cause().map(FindingRecord::error))?;
+        m.end()
+    }
+}
+
+struct Totals<'a>(&'a [DtypeTotal]);
+
+impl Serialize for Totals<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0 {
+            seq.serialize_element(&TotalRecord {
+                dtype: t.dtype.name(),
+                tensors: t.tensors,
+                parameters: t.parameters,
+                bytes: t.bytes,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TotalRecord {
+    dtype: &'static str,
+    tensors: u64,
+    parameters: u64,
+    bytes: u64,
+}
+
+/// The kept warnings of a report.
+struct Warnings<'a>(&'a [Finding]);
+
+impl Serialize for Warnings<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(FindingRecord::warning))
+    }
+}
+
+/// `{"RULE": count}` of every rule that warned.
+struct Counts<'a>(&'a Report<'a>);
+
+impl Serialize for Counts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.warning_counts().map(|(r, n)| (r.id(), n)))
+    }
+}
+
+/// The tensors of a report, written as they are read.
+struct TensorList<'a>(&'a Report<'a>);
+
+impl Serialize for TensorList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0.tensors() {
+            seq.serialize_element(&TensorRecord {
+                name: t.name,
+                dtype: t.dtype.name(),
+                shape: t.shape,
+                data_offsets: [t.begin, t.end],
+                file_offsets: [t.file_begin, t.file_end],
+                elements: t.elements,
+                header_offset: t.header_offset,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TensorRecord<'a> {
+    name: &'a str,
+    dtype: &'static str,
+    shape: &'a [u64],
+    data_offsets: [u64; 2],
+    file_offsets: [u64; 2],
+    elements: u64,
+    header_offset: u64,
+}
+
+/// The `__metadata__` map, written as it is read (`null` when absent or null).
+struct MetadataMap<'a>(&'a Report<'a>);
+
+impl Serialize for MetadataMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.metadata_form() != crate::MetadataForm::Map {
+            return s.serialize_none();
+        }
+        s.collect_map(self.0.metadata())
+    }
+}
+
+struct Deep<'a> {
+    report: &'a Report<'a>,
+    deep: Option<&'a DeepReport>,
+    sha256: Option<&'a [u8; 32]>,
+}
+
+impl Serialize for Deep<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("bytes_scanned", &self.deep.map(|d| d.bytes_scanned))?;
+        m.serialize_entry("sha256", &self.sha256.map(|h| hex(h)))?;
+        let list: Vec<NonFinite<'_>> = self
+            .deep
+            .map(|d| {
+                d.non_finite
+                    .iter()
+                    .map(|t| NonFinite {
+                        tensor: self.report.tensor_at(t.index).map_or("", |x| x.name),
+                        dtype: t.dtype.name(),
+                        nan: t.nan,
+                        pos_inf: t.pos_inf,
+                        neg_inf: t.neg_inf,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        m.serialize_entry("non_finite", &list)?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct NonFinite<'a> {
+    tensor: &'a str,
+    dtype: &'static str,
+    nan: u64,
+    pos_inf: u64,
+    neg_inf: u64,
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The reference crate's verdict: `{"verdict", "message", "tensors", "parameters",
+/// "divergence"}`.
+struct ReferenceRecord<'a> {
+    verdict: &'a Verdict,
+    divergence: Option<&'static str>,
+}
+
+impl Serialize for ReferenceRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(5))?;
+        match self.verdict {
+            Verdict::Accept(ts) => {
+                m.serialize_entry("verdict", "accept")?;
+                m.serialize_entry("message", &None::<&str>)?;
+                m.serialize_entry("tensors", &Some(ts.len()))?;
+                m.serialize_entry("parameters", &Some(reference_parameters(ts)))?;
+                m.serialize_entry("divergence", &self.divergence)?;
+            }
+            Verdict::Reject(msg) | Verdict::Panic(msg) => {
+                let v = if matches!(self.verdict, Verdict::Reject(_)) {
+                    "reject"
+                } else {
+                    "panic"
+                };
+                m.serialize_entry("verdict", v)?;
+                m.serialize_entry("message", msg)?;
+                m.serialize_entry("tensors", &None::<u64>)?;
+                m.serialize_entry("parameters", &None::<u64>)?;
+                m.serialize_entry("divergence", &None::<&str>)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Total elements of the reference's tensors (saturating).
+pub fn reference_parameters(ts: &[crate::reference::RefTensor]) -> u64 {
+    ts.iter().fold(0u64, |a, t| {
+        a.saturating_add(t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d)))
+    })
+}
+
+/// Per-dtype parameters of the reference's tensors, in order of first appearance.
+pub fn reference_totals(ts: &[crate::reference::RefTensor]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for t in ts {
+        let p = t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d));
+        match out.iter_mut().find(|(d, _)| *d == t.dtype) {
+            Some((_, n)) => *n = n.saturating_add(p),
+            None => out.push((t.dtype.clone(), p)),
+        }
+    }
+    out
+}
+
+/// The status of a checked file under `profile`.
+pub fn file_status(checked: &Checked<'_>, profile: Profile) -> Status {
+    let ok = match (profile, &checked.reference) {
+        (Profile::Reference, Some(v)) => v.accepts(),
+        _ => checked.verdict.is_ok(),
+    };
+    if ok {
+        Status::Valid
+    } else {
+        Status::Invalid
+    }
+}
+
+/// Why the strict profile and the reference disagree on a file the reference loads.
+pub fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
+    match (&checked.verdict, &checked.reference) {
+        (Err(e), Some(Verdict::Accept(_))) => e.rule().reference_divergence(),
+        _ => None,
+    }
+}
+
+/// The record of one checked file (`"type": "file"`), or of one shard inside an index record
+/// (then with `name`).
+#[derive(Debug, Clone, Copy)]
+pub struct FileRecord<'a> {
+    path: &'a str,
+    name: Option<&'a str>,
+    checked: &'a Checked<'a>,
+    options: Options,
+}
+
+impl<'a> FileRecord<'a> {
+    /// The record of `checked`, shown as `path`.
+    pub fn new(path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+        FileRecord {
+            path,
+            name: None,
+            checked,
+            options,
+        }
+    }
+
+    /// The record of a shard named `name` by its index.
+    pub fn shard(name: &'a str, path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+        FileRecord {
+            path,
+            name: Some(name),
+            checked,
+            options,
+        }
+    }
+
+    /// The status under the chosen profile.
+    pub fn status(&self) -> Status {
+        file_status(self.checked, self.options.profile)
+    }
+}
+
+impl Serialize for FileRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.checked;
+        let o = self.options;
+        let mut m = s.serialize_map(None)?;
+        if let Some(name) = self.name {
+            m.serialize_entry("name", name)?;
+        }
+        m.serialize_entry("path", self.path)?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("profile", &o.profile)?;
+        m.serialize_entry("mode", &o.mode.map(ReadMode::as_str))?;
+        m.serialize_entry("size", &c.file_len)?;
+        let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
+        match (&c.verdict, reference_decides) {
+            (_, true) => {
+                let Some(v) = &c.reference else {
+                    return m.end();
+                };
+                match v {
+                    Verdict::Accept(ts) => {
+                        m.serialize_entry("tensors", &ts.len())?;
+                        m.serialize_entry("parameters", &reference_parameters(ts))?;
+                        let by: Vec<ReferenceTotal> = reference_totals(ts)
+                            .into_iter()
+                            .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
+                            .collect();
+                        m.serialize_entry("by_dtype", &by)?;
+                        m.serialize_entry("error", &None::<()>)?;
+                        if o.verbose {
+                            let list: Vec<ReferenceTensor<'_>> = ts
+                                .iter()
+                                .map(|t| ReferenceTensor {
+                                    name: &t.name,
+                                    dtype: &t.dtype,
+                                    shape: &t.shape,
+                                    file_offsets: [t.file_begin, t.file_end],
+                                })
+                                .collect();
+                            m.serialize_entry("tensor_list", &list)?;
+                        }
+                    }
+                    Verdict::Reject(msg) | Verdict::Panic(msg) => {
+                        m.serialize_entry("error", &ReferenceError { message: msg })?;
+                    }
+                }
+                m.serialize_entry("warnings", &[(); 0])?;
+                m.serialize_entry(
+                    "reference",
+                    &ReferenceRecord {
+                        verdict: v,
+                        divergence: None,
+                    },
+                )?;
+                m.serialize_entry(
+                    "strict",
+                    &StrictRecord {
+                        status: if c.verdict.is_ok() {
+                            Status::Valid
+                        } else {
+                            Status::Invalid
+                        },
+                        error: c.verdict.as_ref().err().map(FindingRecord::error),
+                    },
+                )?;
+            }
+            (Ok(r), false) => {
+                m.serialize_entry("tensors", &r.len())?;
+                m.serialize_entry("parameters", &r.parameters())?;
+                m.serialize_entry("header_len", &r.header_len())?;
+                m.serialize_entry("by_dtype", &Totals(&r.totals_by_dtype()))?;
+                m.serialize_entry("metadata_form", r.metadata_form().as_str())?;
+                m.serialize_entry("error", &None::<()>)?;
+                m.serialize_entry("warnings", &Warnings(r.warnings()))?;
+                m.serialize_entry("warning_counts", &Counts(r))?;
+                m.serialize_entry("omitted_warnings", &r.omitted_warnings())?;
+                if o.verbose {
+                    m.serialize_entry("metadata", &MetadataMap(r))?;
+                    m.serialize_entry("tensor_list", &TensorList(r))?;
+                }
+                if c.deep.is_some() || c.sha256.is_some() {
+                    m.serialize_entry(
+                        "deep",
+                        &Deep {
+                            report: r,
+                            deep: c.deep.as_ref(),
+                            sha256: c.sha256.as_ref(),
+                        },
+                    )?;
+                }
+            }
+            (Err(e), false) => {
+                m.serialize_entry("error", &FindingRecord::error(e))?;
+                m.serialize_entry("warnings", &[(); 0])?;
+            }
+        }
+        if !reference_decides {
+            if let Some(v) = &c.reference {
+                m.serialize_entry(
+                    "reference",
+                    &ReferenceRecord {
+                        verdict: v,
+                        divergence: divergence(c),
+                    },
+                )?;
+            }
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct ReferenceTotal {
+    dtype: String,
+    parameters: u64,
+}
+
+#[derive(Serialize)]
+struct ReferenceTensor<'a> {
+    name: &'a str,
+    dtype: &'a str,
+    shape: &'a [u64],
+    file_offsets: [u64; 2],
+}
+
+/// The reference's refusal as a finding without a rule.
+struct ReferenceError<'a> {
+    message: &'a str,
+}
+
+impl Serialize for ReferenceError<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("rule", &None::<()>)?;
+        m.serialize_entry("kind", &None::<()>)?;
+        m.serialize_entry("severity", "error")?;
+        m.serialize_entry("promoted_warning", &false)?;
+        m.serialize_entry("offset", &None::<()>)?;
+        m.serialize_entry("offset_in", &None::<()>)?;
+        m.serialize_entry("tensor", &None::<()>)?;
+        m.serialize_entry("shard", &None::<()>)?;
+        m.serialize_entry("message", self.message)?;
+        m.serialize_entry("cause", &None::<()>)?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StrictRecord<'a> {
+    status: Status,
+    error: Option<FindingRecord<'a>>,
+}
+
+/// The record of a path that could not be checked: `{"path", "status": "io_error",
+/// "io_error": message, "read_error": kind}`.
+#[derive(Debug, Serialize)]
+pub struct UnreadableRecord<'a> {
+    path: &'a str,
+    status: Status,
+    io_error: String,
+    read_error: &'static str,
+}
+
+impl<'a> UnreadableRecord<'a> {
+    /// The record of `error` about `path`.
+    pub fn new(path: &'a str, error: &ReadError) -> Self {
+        UnreadableRecord {
+            path,
+            status: Status::IoError,
+            io_error: error.to_string(),
+            read_error: error.kind().as_str(),
+        }
+    }
+}
+
+/// The fields of an index record after its `shards` (`"type": "index"`): the set's verdict.
+/// The CLI writes `path` and the shards' records first, as they are checked.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexTail<'a> {
+    report: &'a IndexReport,
+}
+
+impl<'a> IndexTail<'a> {
+    /// The tail of `report`'s record.
+    pub fn new(report: &'a IndexReport) -> Self {
+        IndexTail { report }
+    }
+
+    /// `valid` or `invalid`.
+    pub fn status(&self) -> Status {
+        if self.report.is_valid() {
+            Status::Valid
+        } else {
+            Status::Invalid
+        }
+    }
+}
+
+impl Serialize for IndexTail<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.report;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("tensors", &r.tensors())?;
+        m.serialize_entry("parameters", &r.parameters())?;
+        m.serialize_entry("by_dtype", &Totals(r.totals_by_dtype()))?;
+        m.serialize_entry("total_size", &r.total_size())?;
+        m.serialize_entry("computed_size", &r.computed_size())?;
+        m.serialize_entry(
+            "errors",
+            &r.errors()
+                .iter()
+                .map(FindingRecord::error_finding)
+                .collect::<Vec<_>>(),
+        )?;
+        m.serialize_entry(
+            "warnings",
+            &r.warnings()
+                .iter()
+                .map(FindingRecord::warning)
+                .collect::<Vec<_>>(),
+        )?;
+        m.serialize_entry("omitted_errors", &r.omitted())?;
+        m.end()
+    }
+}
+
+/// The run's last record (`"type": "summary"`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Files checked or attempted (shards reached through an index not counted).
+    pub files: u64,
+    /// Sharded sets checked or attempted.
+    pub indexes: u64,
+    /// Valid files and sets.
+    pub valid: u64,
+    /// Invalid files and sets.
+    pub invalid: u64,
+    /// Paths whose reading failed (never valid).
+    pub io_errors: u64,
+    /// Paths not checked by the file-system policy: special files, links not followed, loops,
+    /// directories with nothing to check (never valid; they fail the run).
+    pub not_checked: u64,
+    /// The exit code of the run.
+    pub exit_code: u8,
+}
+
+/// A serializer formatter that writes compact JSON and escapes U+0085, U+2028 and U+2029 (as
+/// `\u0085`, `\u2028`, `\u2029`): still valid JSON, and safe for line splitters such as
+/// Python's `str.splitlines()`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineSafe;
+
+impl serde_json::ser::Formatter for LineSafe {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest
+            .char_indices()
+            .find(|&(_, c)| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
+        {
+            writer.write_all(&rest.as_bytes()[..i])?;
+            write!(writer, "\\u{:04x}", c as u32)?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+}
+
+/// Serialize `value` as one line of line-safe JSON (see [`LineSafe`]), without the newline.
+pub fn write_json<W: Write + ?Sized, T: Serialize + ?Sized>(
+    w: &mut W,
+    value: &T,
+) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *w, LineSafe);
+    value.serialize(&mut ser).map_err(io::Error::other)
+}
+
+/// Write `{"type":KIND,"data":DATA}` and a newline.
+pub fn write_line<W: Write + ?Sized, T: Serialize + ?Sized>(
+    w: &mut W,
+    kind: &str,
+    data: &T,
+) -> io::Result<()> {
+    w.write_all(b"{\"type\":")?;
+    write_json(w, kind)?;
+    w.write_all(b",\"data\":")?;
+    write_json(w, data)?;
+    w.write_all(b"}\n")
+}
