@@ -568,7 +568,7 @@ fn sanitize_name(raw: String) -> String {
             }
         })
         .collect();
-    if name.is_empty() || name == "__metadata__" {
+    if name.is_empty() || name == "__metadata__" || crate::portable::special_name(&name).is_some() {
         name.insert(0, 't');
     }
     if crate::names::is_path_like(&name) {

@@ -36,6 +36,7 @@ pub use header::fast::{header_fast_vs_slow, FastVsSlow};
 pub mod index;
 pub mod limits;
 pub mod names;
+pub mod portable;
 /// The reference profile.
 pub mod reference;
 pub mod report;
