@@ -711,17 +711,25 @@ pub struct Options {
     pub refusals_are_errors: bool,
 }
 
-/// A reader ID that is not in the table.
+/// A choice of readers that cannot be checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownReader(pub String);
+pub enum ReaderError {
+    /// A reader ID that is not in the table.
+    Unknown(String),
+    /// No reader at all (the portable profile would then promise nothing).
+    Empty,
+}
 
-impl fmt::Display for UnknownReader {
+impl fmt::Display for ReaderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown reader {:?}", self.0)
+        match self {
+            ReaderError::Unknown(id) => write!(f, "unknown reader {id:?}"),
+            ReaderError::Empty => f.write_str("no reader chosen"),
+        }
     }
 }
 
-impl std::error::Error for UnknownReader {}
+impl std::error::Error for ReaderError {}
 
 impl Options {
     /// Every reader of the table (the default), refusals as notes.
@@ -732,11 +740,15 @@ impl Options {
         }
     }
 
-    /// The named readers (`--portable-to hub-js,mlx`), in table order, refusals as notes.
-    pub fn readers<S: AsRef<str>>(table: &ReaderTable, ids: &[S]) -> Result<Self, UnknownReader> {
+    /// The named readers (`--portable-to hub-js,mlx`), in table order, refusals as notes. An
+    /// unknown ID, or none at all, is an error.
+    pub fn readers<S: AsRef<str>>(table: &ReaderTable, ids: &[S]) -> Result<Self, ReaderError> {
+        if ids.is_empty() {
+            return Err(ReaderError::Empty);
+        }
         for id in ids {
             if table.reader(id.as_ref()).is_none() {
-                return Err(UnknownReader(id.as_ref().to_owned()));
+                return Err(ReaderError::Unknown(id.as_ref().to_owned()));
             }
         }
         Ok(Options {
@@ -853,7 +865,7 @@ impl ReaderSupport {
     }
 }
 
-/// The portable profile's answer on one file (or one index).
+/// The portable profile's answer on one file or one sharded set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortableReport {
     findings: Vec<PortableFinding>,
@@ -866,7 +878,8 @@ impl PortableReport {
     pub fn is_portable(&self) -> bool {
         self.findings.is_empty() && self.omitted == 0
     }
-    /// The findings, behaviour by behaviour in table order, each in file order.
+    /// The findings, behaviour by behaviour in table order; within one, in the order of the
+    /// report's tensors (by data offset), index entries in index order.
     pub fn findings(&self) -> &[PortableFinding] {
         &self.findings
     }
@@ -934,7 +947,7 @@ fn quoted(name: &str) -> String {
     format!("\"{}\"", crate::report::clip(name).escape_debug())
 }
 
-/// Every match of a file-level condition in the report (calls `f` until it returns false).
+/// Every match of a file-level condition in the report, in the report's tensor order.
 fn file_hits(c: &Condition, report: &Report<'_>, f: &mut dyn FnMut(Hit)) {
     match c {
         Condition::HeaderLength(b) => {

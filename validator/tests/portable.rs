@@ -211,10 +211,13 @@ fn options_name_readers_of_the_table() {
     let o = Options::readers(t, &["mlx", "hub-js"]).expect("known");
     assert_eq!(o.chosen(), ["hub-js", "mlx"]); // table order
     assert_eq!(
-        Options::readers(t, &["hub-js", "tfjs"])
-            .expect_err("unknown")
-            .0,
-        "tfjs"
+        Options::readers(t, &["hub-js", "tfjs"]).expect_err("unknown"),
+        portable::ReaderError::Unknown("tfjs".into())
+    );
+    let none: [&str; 0] = [];
+    assert_eq!(
+        Options::readers(t, &none).expect_err("empty"),
+        portable::ReaderError::Empty
     );
     assert_eq!(Options::all(t).chosen().len(), t.readers().len());
 }
