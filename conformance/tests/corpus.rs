@@ -341,6 +341,24 @@ fn deep_flag_matches_what_a_header_only_check_sees() {
     }
 }
 
+/// Whether every case the reader table cites for this portable rule is a probe case
+/// (`index/...`, `probe/...` of conformance/probes/cases.json), none a corpus file.
+fn probe_only(rule: Rule) -> bool {
+    let table = stcheck::portable::ReaderTable::builtin().expect("corpus/readers.json loads");
+    let mut rows = table
+        .behaviours()
+        .iter()
+        .filter(|b| b.rule() == rule)
+        .peekable();
+    rows.peek().is_some()
+        && rows.all(|b| {
+            b.cases()
+                .iter()
+                .chain(b.near_misses())
+                .all(|c| c.starts_with("index/") || c.starts_with("probe/"))
+        })
+}
+
 #[test]
 fn every_rule_is_covered_on_both_sides() {
     let all = recipes();
@@ -360,6 +378,31 @@ fn every_rule_is_covered_on_both_sides() {
     let mut missing = Vec::new();
     for rule in Rule::ALL {
         let id = rule.id();
+        if probe_only(*rule) {
+            // Portable rules shown only on sharded sets or files too large for the manifest
+            // (conformance/probes/cases.json): tests/portable.rs and the probes cover them.
+            continue;
+        }
+        if rule.is_portable() {
+            // The portable profile: a case it rejects (`portable: reject`) and a near miss
+            // strict and portable both accept, each naming the rule; large cases count.
+            let names = |r: &&Recipe| r.rules.iter().any(|x| x == id);
+            let rejected = all
+                .iter()
+                .filter(names)
+                .any(|r| r.portable == Some(Verdict::Reject));
+            let near = all
+                .iter()
+                .filter(names)
+                .any(|r| r.verdict == Verdict::Accept && r.portable.is_none());
+            if *rule != Rule::PortableRefused && !rejected {
+                missing.push(format!("{id}: no case the portable profile rejects"));
+            }
+            if !near {
+                missing.push(format!("{id}: no accepted near-miss case"));
+            }
+            continue;
+        }
         match rule.severity() {
             Severity::Error => {
                 if !rejected.contains(id) {
@@ -522,4 +565,56 @@ fn strict_agrees_with_the_large_cases() {
             }
         }
     }
+}
+
+/// Where the portable profile (`stcheck::portable`, every reader of `corpus/readers.json`)
+/// disagrees with a recipe strict accepts: it must reject exactly the cases marked `portable:
+/// reject`, among others by the first `PORTABLE-*` rule of their `rules`.
+fn portable_disagreement(r: &Recipe, file: &[u8]) -> Option<String> {
+    let table = stcheck::portable::ReaderTable::builtin().expect("corpus/readers.json loads");
+    let options = stcheck::portable::Options::all(table);
+    let report = match stcheck::validate(file, &Config::default()) {
+        Ok(rep) => rep,
+        Err(e) => return Some(format!("{}: strict rejects: {e}", r.id)),
+    };
+    let result = stcheck::portable::check_file(table, &report, &options);
+    let want = r.portable == Some(Verdict::Reject);
+    let first_rule = r.rules.iter().find(|id| id.starts_with("PORTABLE-"));
+    match (result.findings().first(), want) {
+        (None, false) => None,
+        (None, true) => Some(format!(
+            "{}: recipe portable: reject, stcheck's portable profile accepts",
+            r.id
+        )),
+        (Some(f), false) => Some(format!("{}: stcheck's portable profile rejects: {f}", r.id)),
+        (Some(_), true) => {
+            let got: BTreeSet<&str> = result.findings().iter().map(|f| f.rule().id()).collect();
+            (!first_rule.is_some_and(|id| got.contains(id.as_str()))).then(|| {
+                format!(
+                    "{}: portable rejects by {got:?}, recipe names {first_rule:?}",
+                    r.id
+                )
+            })
+        }
+    }
+}
+
+#[test]
+fn portable_agrees_with_every_recipe() {
+    let mut failures = Vec::new();
+    let mut rejected = 0;
+    for r in committed_files(&recipes()).filter(|r| corpus::strict_accepts(r)) {
+        rejected += usize::from(r.portable.is_some());
+        failures.extend(portable_disagreement(r, &bytes_of(r)));
+    }
+    assert!(
+        rejected >= 10,
+        "only {rejected} cases marked portable: reject"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} disagreement(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

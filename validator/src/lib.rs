@@ -54,6 +54,7 @@ pub mod json_out;
 pub mod limits;
 mod magic;
 mod names;
+pub mod portable;
 pub mod reference;
 #[cfg(feature = "remote")]
 pub mod remote;

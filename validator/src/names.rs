@@ -120,6 +120,7 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
         out.push((Rule::NameEmpty, "empty tensor name".to_owned()));
         return out;
     }
+    out.extend(special_warning(name));
     if let Some((at, c)) = name.char_indices().find(|&(_, c)| is_invisible(c)) {
         out.push((
             Rule::NameInvisible,
@@ -137,6 +138,22 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
         ));
     }
     out
+}
+
+/// `NAME-SPECIAL`: a name that a reader of the built-in reader table (`corpus/readers.json`)
+/// treats specially (`__proto__` in the Hub's JavaScript parser). Cheap for every other name:
+/// only a name of the length of a special one is looked up.
+pub(crate) fn special_warning(name: &str) -> Option<(Rule, String)> {
+    static LENGTHS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let lengths = LENGTHS.get_or_init(|| {
+        crate::portable::special_names()
+            .iter()
+            .fold(0u64, |m, n| m | 1u64 << n.len().min(63))
+    });
+    if lengths & (1u64 << name.len().min(63)) == 0 {
+        return None;
+    }
+    crate::portable::special_name_warning(name)
 }
 
 #[cfg(test)]

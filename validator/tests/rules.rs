@@ -1668,7 +1668,15 @@ fn every_header_rule_is_exercised() {
     let missing: Vec<&str> = Rule::ALL
         .iter()
         .map(|r| r.id())
-        .filter(|id| !deep.contains(id) && !id.starts_with("INDEX-") && !seen.contains(id))
+        // The portable profile's rules and NAME-SPECIAL (derived from its reader table) are
+        // tested in tests/portable.rs.
+        .filter(|id| {
+            !deep.contains(id)
+                && !id.starts_with("INDEX-")
+                && !id.starts_with("PORTABLE-")
+                && *id != "NAME-SPECIAL"
+                && !seen.contains(id)
+        })
         .collect();
     assert!(missing.is_empty(), "rules without a test: {missing:?}");
 }
