@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtual environment for the conformance adapters:
 #   target/conformance-venv  with safetensors + numpy (always), mlx + mlx-cpu (with --mlx).
+#   ml_dtypes (always) gives NumPy the BF16 and F8 types the writer adapters need.
 # Idempotent: a venv whose pinned packages are already installed is left as it is.
 # Usage: conformance/setup-python.sh [--mlx]
 set -euo pipefail
@@ -13,6 +14,7 @@ PYTHON="${PYTHON:-python3}"
 SAFETENSORS_VERSION="0.8.0"
 NUMPY_VERSION="2.4.6"
 MLX_VERSION="0.32.4"
+ML_DTYPES_VERSION="0.7.0"
 
 want_mlx=0
 for arg in "$@"; do
@@ -26,7 +28,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-pkgs=("safetensors==$SAFETENSORS_VERSION" "numpy==$NUMPY_VERSION")
+pkgs=("safetensors==$SAFETENSORS_VERSION" "numpy==$NUMPY_VERSION" "ml_dtypes==$ML_DTYPES_VERSION")
 if [ "$want_mlx" = 1 ]; then
   pkgs+=("mlx==$MLX_VERSION" "mlx-cpu==$MLX_VERSION")
 fi
@@ -44,7 +46,7 @@ fi
 
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m
-for name in ("safetensors", "numpy", "mlx", "mlx-cpu"):
+for name in ("safetensors", "numpy", "ml_dtypes", "mlx", "mlx-cpu"):
     try:
         print(f"{name} {m.version(name)}")
     except m.PackageNotFoundError:
