@@ -134,7 +134,7 @@ fn cell(t: &TaskResult) -> String {
 /// the files each writes, each writer's divergences, and the matrix of tasks x writers.
 pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "## Summary\n");
+    let _ = writeln!(s, "## Writer summary\n");
     let _ = writeln!(
         s,
         "| Writer | tasks | PASS | failures, worst first | unsupported | either: writes / refuses | canonical files | worst outcome |"
@@ -224,7 +224,7 @@ pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
         let _ = writeln!(s);
     }
 
-    let _ = writeln!(s, "## Matrix\n");
+    let _ = writeln!(s, "## Writer matrix\n");
     let _ = writeln!(
         s,
         "`ok` = as expected; `(nc)` = written correctly but not canonical (see above); \

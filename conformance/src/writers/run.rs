@@ -389,7 +389,7 @@ fn judge_written(
     prepared: &PreparedTask,
     out: &Path,
 ) -> (WriterOutcome, String, Vec<String>) {
-    let max = 8 + MAX_HEADER + task.data_len();
+    let max = (8 + MAX_HEADER).saturating_add(task.data_len());
     let bad_file = |why: String| match task.expect {
         Expect::Refuse => (
             WriterOutcome::ShouldHaveRefused,
