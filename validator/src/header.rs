@@ -126,7 +126,6 @@ impl Record {
 
 /// What `__metadata__` was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum MetadataForm {
     /// No `__metadata__` key.
     Absent,
