@@ -48,6 +48,8 @@ pub struct Checked<'a> {
     pub sha256: Option<[u8; 32]>,
     /// The reference crate's verdict, with [`Config::reference`].
     pub reference: Option<Verdict>,
+    /// The portable profile's answer on a file strict accepts, with [`Config::portable`].
+    pub portable: Option<crate::portable::PortableReport>,
     /// The file's length, where it is known (the bytes of a stream that was read to its end).
     pub file_len: Option<u64>,
     /// The header length N read from the length field, once the field was read and within
@@ -70,6 +72,7 @@ impl Checked<'_> {
             deep: self.deep,
             sha256: self.sha256,
             reference: self.reference,
+            portable: self.portable,
             file_len: self.file_len,
             header_len: self.header_len,
             bytes_read: self.bytes_read,
@@ -361,6 +364,7 @@ impl<'a> Checker<'a> {
             deep: None,
             sha256: None,
             reference: None,
+            portable: None,
             file_len: self.len,
             header_len: self.header_len,
             bytes_read,
@@ -409,6 +413,11 @@ impl<'a> Checker<'a> {
         if out.verdict.is_err() {
             out.deep = None;
             out.sha256 = None;
+        }
+        if let (Ok(report), Some(options)) = (&out.verdict, &self.config.portable) {
+            if let Ok(table) = crate::portable::ReaderTable::builtin() {
+                out.portable = Some(crate::portable::check_file(table, report, options));
+            }
         }
         out
     }

@@ -321,9 +321,16 @@ pub struct IndexReport {
     totals: Vec<DtypeTotal>,
     total_size: Option<u64>,
     computed_size: Option<u64>,
+    portable: Option<crate::portable::PortableReport>,
 }
 
 impl IndexReport {
+    /// The portable profile's answer on the set, with [`Config::portable`] (meaningful when
+    /// the set is valid).
+    pub fn portable(&self) -> Option<&crate::portable::PortableReport> {
+        self.portable.as_ref()
+    }
+
     /// Whether the set is valid: no errors (warnings allowed, unless denied).
     pub fn is_valid(&self) -> bool {
         self.errors.is_empty() && self.omitted == 0
@@ -460,6 +467,7 @@ pub fn check_index_with(
         totals: Vec::new(),
         total_size: None,
         computed_size: None,
+        portable: None,
     };
     let (text, parsed) = match parse(index, config) {
         Ok(p) => p,
@@ -477,6 +485,15 @@ pub fn check_index_with(
     // The lookup from tensor name to entry, built (with its exact size) when a shard is first
     // valid: a set whose shards are all missing never pays for it.
     let mut lookup: Option<KeyTable> = None;
+    let view = View {
+        text,
+        entries: &entries,
+        shards: &shards,
+    };
+    let mut portable = config.portable.as_ref().and_then(|options| {
+        let table = crate::portable::ReaderTable::builtin().ok()?;
+        Some(crate::portable::SetCheck::new(table, &view, options))
+    });
 
     // Per entry: whether the shard it names holds the tensor, and the first shard that does.
     let mut in_own_shard = vec![false; entries.len()];
@@ -519,6 +536,9 @@ pub fn check_index_with(
             on_shard(name, ShardOutcome::Checked(&checked));
             match checked.verdict {
                 Ok(r) => {
+                    if let Some(p) = portable.as_mut() {
+                        p.add_shard(name, &r);
+                    }
                     summary.status = ShardStatus::Valid;
                     summary.tensors = r.len();
                     summary.parameters = r.parameters();
@@ -708,6 +728,7 @@ pub fn check_index_with(
         }
     }
 
+    report.portable = portable.map(crate::portable::SetCheck::finish);
     report.tensors = tensors;
     report.totals = totals.finish();
     report.errors = found.errors;
@@ -721,6 +742,29 @@ pub fn check_index_with(
 //
 // What is kept per weight_map entry is 8 bytes (the key's position and the shard's number)
 // plus a slot of the key table (about 5 bytes): names are read again from the index text.
+
+/// The weight_map as the portable rules read it: names read again from the index text.
+struct View<'v> {
+    text: &'v str,
+    entries: &'v [Entry],
+    shards: &'v [Shard],
+}
+
+impl crate::portable::IndexView for View<'_> {
+    fn for_each_entry(&self, f: &mut dyn FnMut(&str, &str, u64)) {
+        for e in self.entries {
+            let name = json::string_at(self.text, e.key as usize).unwrap_or_default();
+            let shard = self.shards.get(e.shard as usize).map_or("", |s| &*s.name);
+            f(&name, shard, u64::from(e.key));
+        }
+    }
+    fn entry_count(&self) -> u64 {
+        self.entries.len() as u64
+    }
+    fn shard_list(&self) -> Vec<(&str, u64)> {
+        self.shards.iter().map(|s| (&*s.name, s.offset)).collect()
+    }
+}
 
 /// One weight_map entry.
 #[derive(Debug, Clone, Copy)]

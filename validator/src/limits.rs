@@ -79,6 +79,10 @@ pub struct Config {
     /// The largest stream copied to a temporary file when a check needs the whole file at
     /// once. Default: [`DEFAULT_MAX_SPILL`].
     pub max_spill: u64,
+    /// The portable profile (SPEC.md, "Portable profile"): a file (or set) strict accepts is
+    /// also judged against the readers of the reader table chosen here, and the result is in
+    /// [`crate::Checked::portable`]. Default: `None` (strict only).
+    pub portable: Option<crate::portable::Options>,
     /// Warning rules made errors, one by one (`--deny RULE`). Default: none.
     pub deny: Vec<crate::Rule>,
     /// Warning rules not reported at all (`--allow RULE`); an error rule here has no effect.
@@ -99,6 +103,7 @@ impl Default for Config {
             max_warnings_per_rule: DEFAULT_MAX_WARNINGS_PER_RULE,
             reference: false,
             max_spill: DEFAULT_MAX_SPILL,
+            portable: None,
             deny: Vec::new(),
             allow: Vec::new(),
         }
@@ -162,6 +167,12 @@ impl Config {
     /// Set [`Config::reference`].
     pub fn reference(mut self, yes: bool) -> Self {
         self.reference = yes;
+        self
+    }
+
+    /// Set [`Config::portable`].
+    pub fn portable(mut self, options: Option<crate::portable::Options>) -> Self {
+        self.portable = options;
         self
     }
 

@@ -313,7 +313,7 @@ impl Behaviour {
         any
     }
     /// Whether the condition matches an index (always false for a file condition).
-    pub fn matches_index(&self, index: &IndexFacts) -> bool {
+    pub fn matches_index(&self, index: &dyn IndexView) -> bool {
         let mut any = false;
         if self.condition.is_index() {
             index_hits(&self.condition, index, &mut |_| any = true);
@@ -1019,6 +1019,34 @@ fn file_hits(c: &Condition, report: &Report<'_>, f: &mut dyn FnMut(Hit)) {
     }
 }
 
+/// A sharded set's `weight_map` as the portable rules read it: its entries in index order, and
+/// its distinct shards. Implemented by [`IndexFacts`] (entries held in memory) and by the index
+/// checker (entries read again from the index text, so a 100 MB index costs nothing more).
+pub trait IndexView {
+    /// Each entry in index order: the tensor name (a `weight_map` key), the shard it names,
+    /// and the byte offset of the key in the index.
+    fn for_each_entry(&self, f: &mut dyn FnMut(&str, &str, u64));
+    /// The number of entries.
+    fn entry_count(&self) -> u64;
+    /// The distinct shard names, in order of first appearance, each with its first entry's
+    /// offset.
+    fn shard_list(&self) -> Vec<(&str, u64)>;
+}
+
+impl IndexView for IndexFacts {
+    fn for_each_entry(&self, f: &mut dyn FnMut(&str, &str, u64)) {
+        for (t, s, o) in &self.entries {
+            f(t, s, *o);
+        }
+    }
+    fn entry_count(&self) -> u64 {
+        self.entries.len() as u64
+    }
+    fn shard_list(&self) -> Vec<(&str, u64)> {
+        self.shards()
+    }
+}
+
 /// The `weight_map` of a sharded set's index, as the portable rules need it: its entries in
 /// index order (tensor name, shard name) with the offset of each key in the index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1151,21 +1179,19 @@ pub fn shard_name_refusal(name: &str, rounds: u32) -> Option<&'static str> {
 }
 
 /// Every match of an index-level condition.
-fn index_hits(c: &Condition, index: &IndexFacts, f: &mut dyn FnMut(Hit)) {
+fn index_hits(c: &Condition, index: &dyn IndexView, f: &mut dyn FnMut(Hit)) {
     match c {
-        Condition::IndexTensorNameIn(names) => {
-            for (t, _, o) in index.entries() {
-                if names.contains(t) {
-                    f(Hit {
-                        offset: o,
-                        tensor: Some(t.to_owned()),
-                        what: format!("weight_map key {}", quoted(t)),
-                    });
-                }
+        Condition::IndexTensorNameIn(names) => index.for_each_entry(&mut |t, _, o| {
+            if names.iter().any(|n| n == t) {
+                f(Hit {
+                    offset: o,
+                    tensor: Some(t.to_owned()),
+                    what: format!("weight_map key {}", quoted(t)),
+                });
             }
-        }
+        }),
         Condition::IndexEntryCount(b) => {
-            let n = index.entries.len() as u64;
+            let n = index.entry_count();
             if b.contains(n) {
                 f(Hit {
                     offset: 0,
@@ -1175,7 +1201,11 @@ fn index_hits(c: &Condition, index: &IndexFacts, f: &mut dyn FnMut(Hit)) {
             }
         }
         Condition::IndexWeightMapUtf16Length(b) => {
-            let n = index.utf16_length();
+            let mut n = 0u64;
+            index.for_each_entry(&mut |t, s, _| {
+                let k = t.encode_utf16().count() + s.encode_utf16().count();
+                n = n.saturating_add(k as u64);
+            });
             if b.contains(n) {
                 f(Hit {
                     offset: 0,
@@ -1185,7 +1215,7 @@ fn index_hits(c: &Condition, index: &IndexFacts, f: &mut dyn FnMut(Hit)) {
             }
         }
         Condition::IndexShardCount(b) => {
-            let n = index.shards().len() as u64;
+            let n = index.shard_list().len() as u64;
             if b.contains(n) {
                 f(Hit {
                     offset: 0,
@@ -1195,7 +1225,7 @@ fn index_hits(c: &Condition, index: &IndexFacts, f: &mut dyn FnMut(Hit)) {
             }
         }
         Condition::IndexShardNameUnsafeAfterPercentDecoding { rounds } => {
-            for (s, o) in index.shards() {
+            for (s, o) in index.shard_list() {
                 if let Some(why) = shard_name_refusal(s, *rounds) {
                     f(Hit {
                         offset: o,
@@ -1211,7 +1241,7 @@ fn index_hits(c: &Condition, index: &IndexFacts, f: &mut dyn FnMut(Hit)) {
 
 /// What is checked: a sharded set's index (if any) and files (one, or the set's shards).
 struct Subject<'s, 'r> {
-    index: Option<&'s IndexFacts>,
+    index: Option<&'s dyn IndexView>,
     files: &'s [(&'s str, &'s Report<'r>)],
 }
 
@@ -1267,23 +1297,103 @@ fn happening<'t>(table: &'t ReaderTable, reader: &str, matched: &[bool]) -> Vec<
     }
 }
 
+/// Whether behaviour `b` belongs to a chosen reader.
+fn applies(table: &ReaderTable, b: &Behaviour, options: &Options) -> bool {
+    options
+        .readers
+        .iter()
+        .any(|r| table.behaviours_of(r).iter().any(|x| x.id == b.id))
+}
+
 fn evaluate(table: &ReaderTable, subject: Subject<'_, '_>, options: &Options) -> PortableReport {
     // Every behaviour that applies to a chosen reader, evaluated once, in table order.
     let matched: Vec<(Vec<Match>, usize)> = table
         .behaviours
         .iter()
         .map(|b| {
-            let applies = options
-                .readers
-                .iter()
-                .any(|r| table.behaviours_of(r).iter().any(|x| x.id == b.id));
-            if applies {
+            if applies(table, b, options) {
                 hits(b, &subject)
             } else {
                 (Vec::new(), 0)
             }
         })
         .collect();
+    conclude(table, matched, options)
+}
+
+/// The portable profile on a sharded set, fed as the set is checked: the index first, then
+/// each shard strict accepted, one at a time (so no two shards' reports are held at once).
+/// Gives the same answer as [`check_set`] on the same set.
+#[derive(Debug)]
+pub struct SetCheck<'t> {
+    table: &'t ReaderTable,
+    options: Options,
+    matched: Vec<(Vec<Match>, usize)>,
+}
+
+impl std::fmt::Debug for Match {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Match({:?}, {})", self.shard, self.hit.what)
+    }
+}
+
+impl<'t> SetCheck<'t> {
+    /// The check of a set with this index.
+    pub fn new(table: &'t ReaderTable, index: &dyn IndexView, options: &Options) -> Self {
+        let matched = table
+            .behaviours
+            .iter()
+            .map(|b| {
+                if applies(table, b, options) && b.condition.is_index() {
+                    hits(
+                        b,
+                        &Subject {
+                            index: Some(index),
+                            files: &[],
+                        },
+                    )
+                } else {
+                    (Vec::new(), 0)
+                }
+            })
+            .collect();
+        SetCheck {
+            table,
+            options: options.clone(),
+            matched,
+        }
+    }
+
+    /// A shard strict accepted, with its name as the index names it.
+    pub fn add_shard(&mut self, name: &str, report: &Report<'_>) {
+        for (b, (hits, extra)) in self.table.behaviours.iter().zip(&mut self.matched) {
+            if b.condition.is_index() || !applies(self.table, b, &self.options) {
+                continue;
+            }
+            file_hits(&b.condition, report, &mut |h| {
+                if hits.len() < MAX_FINDINGS_PER_BEHAVIOUR {
+                    hits.push(Match {
+                        shard: Some(name.to_owned()),
+                        hit: h,
+                    });
+                } else {
+                    *extra += 1;
+                }
+            });
+        }
+    }
+
+    /// The answer on the set.
+    pub fn finish(self) -> PortableReport {
+        conclude(self.table, self.matched, &self.options)
+    }
+}
+
+fn conclude(
+    table: &ReaderTable,
+    matched: Vec<(Vec<Match>, usize)>,
+    options: &Options,
+) -> PortableReport {
     let any: Vec<bool> = matched.iter().map(|(h, _)| !h.is_empty()).collect();
 
     let mut support = Vec::new();
@@ -1385,7 +1495,7 @@ pub fn check_file(table: &ReaderTable, report: &Report<'_>, options: &Options) -
 /// those of index conditions into the index.
 pub fn check_set(
     table: &ReaderTable,
-    index: &IndexFacts,
+    index: &dyn IndexView,
     shards: &[(&str, &Report<'_>)],
     options: &Options,
 ) -> PortableReport {

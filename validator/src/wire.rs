@@ -32,6 +32,9 @@ pub enum Profile {
     Strict,
     /// The verdict of the reference crate (`safetensors` 0.8.0).
     Reference,
+    /// Strict, and read the same way by every reader of the reader table chosen
+    /// ([`crate::Config::portable`]).
+    Portable,
 }
 
 impl Profile {
@@ -40,6 +43,7 @@ impl Profile {
         match self {
             Profile::Strict => "strict",
             Profile::Reference => "reference",
+            Profile::Portable => "portable",
         }
     }
 }
@@ -373,10 +377,30 @@ pub fn reference_totals(ts: &[crate::reference::RefTensor]) -> Vec<(String, u64)
     out
 }
 
+/// The status of a checked set under `profile`.
+pub fn index_status(report: &IndexReport, profile: Profile) -> Status {
+    let portable_ok = profile != Profile::Portable
+        || report
+            .portable()
+            .is_none_or(crate::portable::PortableReport::is_portable);
+    if report.is_valid() && portable_ok {
+        Status::Valid
+    } else {
+        Status::Invalid
+    }
+}
+
 /// The status of a checked file under `profile`.
 pub fn file_status(checked: &Checked<'_>, profile: Profile) -> Status {
     let ok = match (profile, &checked.reference) {
         (Profile::Reference, Some(v)) => v.accepts(),
+        (Profile::Portable, _) => {
+            checked.verdict.is_ok()
+                && checked
+                    .portable
+                    .as_ref()
+                    .is_none_or(crate::portable::PortableReport::is_portable)
+        }
         _ => checked.verdict.is_ok(),
     };
     if ok {
@@ -550,13 +574,24 @@ impl Serialize for FileRecord<'_> {
                 m.serialize_entry("header_len", &r.header_len())?;
                 m.serialize_entry("by_dtype", &Totals(&r.totals_by_dtype()))?;
                 m.serialize_entry("metadata_form", r.metadata_form().as_str())?;
-                m.serialize_entry("error", &None::<()>)?;
+                // Under the portable profile, a file strict accepts but a reader misreads has
+                // the first portable finding as its error.
+                let portable_error = c
+                    .portable
+                    .as_ref()
+                    .filter(|_| o.profile == Profile::Portable)
+                    .and_then(|p| p.findings().first())
+                    .map(|f| FindingRecord::error_finding(f.finding()));
+                m.serialize_entry("error", &portable_error)?;
                 m.serialize_entry("warnings", &Warnings(r.warnings()))?;
                 m.serialize_entry("warning_counts", &Counts(r))?;
                 m.serialize_entry("omitted_warnings", &r.omitted_warnings())?;
                 if o.verbose {
                     m.serialize_entry("metadata", &MetadataMap(r))?;
                     m.serialize_entry("tensor_list", &TensorList(r))?;
+                }
+                if let Some(p) = &c.portable {
+                    m.serialize_entry("portable", &PortableRecord(p))?;
                 }
                 if c.deep.is_some() || c.sha256.is_some() {
                     m.serialize_entry(
@@ -588,6 +623,76 @@ impl Serialize for FileRecord<'_> {
         }
         m.end()
     }
+}
+
+/// The portable profile's answer: `{"portable", "findings", "omitted_findings", "support",
+/// "readers": [{"reader", "version", "loads", "refusals": [{"behaviour", "reason"}],
+/// "misreadings"}]}`.
+#[derive(Debug, Clone, Copy)]
+pub struct PortableRecord<'a>(pub &'a crate::portable::PortableReport);
+
+impl Serialize for PortableRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("portable", &p.is_portable())?;
+        let findings: Vec<PortableFindingRecord<'_>> =
+            p.findings().iter().map(PortableFindingRecord).collect();
+        m.serialize_entry("findings", &findings)?;
+        m.serialize_entry("omitted_findings", &p.omitted())?;
+        m.serialize_entry("support", &p.support_line())?;
+        let readers: Vec<ReaderRecord<'_>> = p
+            .support()
+            .iter()
+            .map(|r| ReaderRecord {
+                reader: r.reader().id(),
+                version: r.reader().version(),
+                loads: r.loads(),
+                refusals: r
+                    .refusals()
+                    .iter()
+                    .map(|x| RefusalRecord {
+                        behaviour: &x.behaviour,
+                        reason: &x.reason,
+                    })
+                    .collect(),
+                misreadings: r.misreadings(),
+            })
+            .collect();
+        m.serialize_entry("readers", &readers)?;
+        m.end()
+    }
+}
+
+/// A portable finding: a finding (as an error) with the reader, version and behaviour.
+struct PortableFindingRecord<'a>(&'a crate::portable::PortableFinding);
+
+impl Serialize for PortableFindingRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("finding", &FindingRecord::error_finding(f.finding()))?;
+        m.serialize_entry("shard", &f.shard())?;
+        m.serialize_entry("reader", f.reader())?;
+        m.serialize_entry("version", f.version())?;
+        m.serialize_entry("behaviour", f.behaviour())?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct ReaderRecord<'a> {
+    reader: &'a str,
+    version: &'a str,
+    loads: bool,
+    refusals: Vec<RefusalRecord<'a>>,
+    misreadings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RefusalRecord<'a> {
+    behaviour: &'a str,
+    reason: &'a str,
 }
 
 #[derive(Serialize)]
@@ -660,6 +765,7 @@ impl<'a> UnreadableRecord<'a> {
 pub struct IndexTail<'a> {
     report: &'a IndexReport,
     remote: Option<RemoteInfo<'a>>,
+    profile: Profile,
 }
 
 impl<'a> IndexTail<'a> {
@@ -668,7 +774,14 @@ impl<'a> IndexTail<'a> {
         IndexTail {
             report,
             remote: None,
+            profile: Profile::Strict,
         }
+    }
+
+    /// Whose verdict decides (the portable profile also needs the set to be read alike).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
     }
 
     /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
@@ -679,11 +792,7 @@ impl<'a> IndexTail<'a> {
 
     /// `valid` or `invalid`.
     pub fn status(&self) -> Status {
-        if self.report.is_valid() {
-            Status::Valid
-        } else {
-            Status::Invalid
-        }
+        index_status(self.report, self.profile)
     }
 }
 
@@ -712,6 +821,9 @@ impl Serialize for IndexTail<'_> {
                 .collect::<Vec<_>>(),
         )?;
         m.serialize_entry("omitted_errors", &r.omitted())?;
+        if let Some(p) = r.portable() {
+            m.serialize_entry("portable", &PortableRecord(p))?;
+        }
         if let Some(remote) = self.remote {
             m.serialize_entry("url", remote.resolved)?;
             m.serialize_entry("cost", &remote.cost)?;

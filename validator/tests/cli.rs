@@ -915,3 +915,86 @@ fn deep_scan_counts_nonfinite_and_hashes() {
         out.stdout
     );
 }
+
+/// The portable profile from the command line: a file strict accepts that a reader of the
+/// table misreads is rejected with its PORTABLE rule and the reader named; a clean refusal is
+/// a support note unless `--refusals-are-errors`; `--portable-to` narrows the promise.
+#[test]
+fn portable_profile_rejects_misreadings_and_reports_refusals() {
+    let dir = tempdir("portable");
+    let proto =
+        serialize(&[TensorSpec::new("w", Dtype::F32, &[1], &[0; 4])], &[]).expect("serialize");
+    // The writer refuses __proto__ (NAME-SPECIAL), so write that header by hand.
+    let header = r#"{"__proto__":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
+    fs::write(dir.join("proto.safetensors"), raw(header, &[0; 4], true)).expect("write");
+    fs::write(dir.join("plain.safetensors"), &proto).expect("write");
+    let f64_file =
+        serialize(&[TensorSpec::new("t", Dtype::F64, &[1], &[0; 8])], &[]).expect("serialize");
+    fs::write(dir.join("f64.safetensors"), f64_file).expect("write");
+
+    // Strict accepts all three (NAME-SPECIAL is a warning).
+    let out = run_in(
+        &dir,
+        &["proto.safetensors", "plain.safetensors", "f64.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("warning NAME-SPECIAL"),
+        "{}",
+        out.stdout
+    );
+
+    let out = run_in(&dir, &["--profile", "portable", "proto.safetensors"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .starts_with("proto.safetensors: error PORTABLE-NAME: tensor \"__proto__\""),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("misread by: hub-js"), "{}", out.stdout);
+
+    // MLX refuses F64: a note, not a rejection, unless asked.
+    let out = run_in(&dir, &["--profile", "portable", "f64.safetensors"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("refused by: mlx"), "{}", out.stdout);
+    let out = run_in(
+        &dir,
+        &[
+            "--profile",
+            "portable",
+            "--refusals-are-errors",
+            "f64.safetensors",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("PORTABLE-REFUSED"), "{}", out.stdout);
+
+    // Only the readers named: the Rust crate reads __proto__ like any name.
+    let out = run_in(
+        &dir,
+        &["--portable-to", "rust-safetensors", "proto.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let out = run_in(
+        &dir,
+        &["--portable-to", "no-such-reader", "proto.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("hub-js"), "{}", out.stderr);
+
+    let out = run_in(
+        &dir,
+        &["--json", "--profile", "portable", "proto.safetensors"],
+        None,
+    );
+    let v = &json_lines(&out.stdout)[0]["data"];
+    assert_eq!(v["status"], "invalid");
+    assert_eq!(v["error"]["rule"], "PORTABLE-NAME");
+    assert_eq!(v["portable"]["portable"], false);
+    assert_eq!(v["portable"]["findings"][0]["reader"], "hub-js");
+}

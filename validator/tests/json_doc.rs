@@ -199,6 +199,12 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
             "trailing.safetensors",
         ],
         &["set/m.safetensors.index.json", "fifo.safetensors"],
+        &[
+            "--profile",
+            "portable",
+            "valid.safetensors",
+            "set/m.safetensors.index.json",
+        ],
         &[url.as_str(), index_url.as_str()],
     ];
     for args in runs {

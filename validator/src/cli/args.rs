@@ -55,9 +55,18 @@ Options:
                                still never walked
       --allow-empty            accept a directory PATH with no *.safetensors or
                                *.safetensors.index.json file in it
-      --profile strict|reference
+      --profile strict|reference|portable
                                strict (default): the rules of SPEC.md;
-                               reference: the verdict of the safetensors 0.8.0 crate
+                               reference: the verdict of the safetensors 0.8.0 crate;
+                               portable: strict, and read the same way by every reader
+                               of the reader table (corpus/readers.json, SPEC.md
+                               \"Portable profile\"); the report says which readers load
+                               the file and which refuse it, and why
+      --portable-to READERS    the readers the portable profile promises, comma-separated
+                               (default: all: hub-js, mlx, mlx-numpy, python-numpy,
+                               rust-safetensors); implies --profile portable
+      --refusals-are-errors    with the portable profile, a chosen reader that refuses the
+                               file (an unsupported dtype, say) also rejects it
       --compare-reference      also report the reference crate's verdict, and how it
                                differs from the strict one
       --deny-warnings          treat every warning as an error
@@ -119,7 +128,7 @@ impl Options {
 
 #[derive(Debug)]
 pub(crate) enum Command {
-    Run(Options),
+    Run(Box<Options>),
     Help,
     Version,
 }
@@ -146,6 +155,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     };
     let mut no_mmap = false;
     let mut stream = false;
+    let mut portable_to: Option<Vec<String>> = None;
+    let mut refusals_are_errors = false;
     let mut args = args.into_iter();
     let mut only_paths = false;
     while let Some(arg) = args.next() {
@@ -183,6 +194,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             name,
             "-j" | "--jobs"
                 | "--profile"
+                | "--portable-to"
                 | "--max-header-size"
                 | "--max-warnings-per-rule"
                 | "--header"
@@ -222,13 +234,24 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 };
             }
             "--profile" => {
-                let v = value("strict or reference")?;
+                let v = value("strict, reference or portable")?;
                 o.profile = match v.as_str() {
                     "strict" => Profile::Strict,
                     "reference" => Profile::Reference,
-                    _ => return Err(format!("--profile: {v:?} is not strict or reference")),
+                    "portable" => Profile::Portable,
+                    _ => {
+                        return Err(format!(
+                            "--profile: {v:?} is not strict, reference or portable"
+                        ))
+                    }
                 };
             }
+            "--portable-to" => {
+                let v = value("reader IDs, comma-separated")?;
+                portable_to = Some(v.split(',').map(|r| r.trim().to_owned()).collect());
+                o.profile = Profile::Portable;
+            }
+            "--refusals-are-errors" => refusals_are_errors = true,
             "--max-header-size" => {
                 let v = value("a number of bytes")?;
                 o.config.max_header_size = v
@@ -271,6 +294,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         ReadMode::Mmap
     };
     o.config.reference = o.wants_reference();
+    if o.profile == Profile::Portable {
+        let table = stcheck::portable::ReaderTable::builtin()
+            .map_err(|e| format!("the built-in reader table does not load: {e}"))?;
+        let mut options = match &portable_to {
+            None => stcheck::portable::Options::all(table),
+            Some(ids) => stcheck::portable::Options::readers(table, ids).map_err(|e| {
+                let known: Vec<&str> = table.readers().iter().map(|r| r.id()).collect();
+                format!("--portable-to: {e} (readers: {})", known.join(", "))
+            })?,
+        };
+        options.refusals_are_errors = refusals_are_errors;
+        o.config.portable = Some(options);
+    } else if refusals_are_errors {
+        return Err("--refusals-are-errors needs the portable profile".to_owned());
+    }
     if o.config.reads_data() && o.profile == Profile::Reference {
         return Err("--deep, --sha256 and --deny-nonfinite need the strict profile".to_owned());
     }
@@ -280,7 +318,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     if o.paths.iter().filter(|p| *p == "-").count() > 1 {
         return Err("'-' (standard input) can be given only once".to_owned());
     }
-    Ok(Command::Run(o))
+    Ok(Command::Run(Box::new(o)))
 }
 
 #[cfg(test)]
@@ -289,7 +327,7 @@ mod tests {
 
     fn run(args: &[&str]) -> Result<Options, String> {
         match parse(args.iter().map(OsString::from))? {
-            Command::Run(o) => Ok(o),
+            Command::Run(o) => Ok(*o),
             other => Err(format!("{other:?}")),
         }
     }

@@ -241,12 +241,14 @@ fn run_job(
             });
             let (status, written) = match &result {
                 Ok(rep) => {
-                    let status = if rep.is_valid() {
+                    let status = if stcheck::wire::index_status(rep, o.profile)
+                        == stcheck::wire::Status::Valid
+                    {
                         Status::Valid
                     } else {
                         Status::Invalid
                     };
-                    (status, out.finish(&shown, rep))
+                    (status, out.finish(&shown, rep, o))
                 }
                 Err(e) => {
                     let r = out.fail(e);
@@ -329,14 +331,16 @@ fn run_url(
         let resolved = checked.resolved.as_deref().unwrap_or(&shown).to_owned();
         let (status, written) = match &checked.outcome {
             Ok(Found::Index(ic)) => {
-                let status = if ic.report.is_valid() {
+                let status = if stcheck::wire::index_status(&ic.report, o.profile)
+                    == stcheck::wire::Status::Valid
+                {
                     Status::Valid
                 } else {
                     Status::Invalid
                 };
                 (
                     status,
-                    out.finish_remote(&shown, &ic.report, &resolved, cost),
+                    out.finish_remote(&shown, &ic.report, &resolved, cost, o),
                 )
             }
             Ok(Found::File(_)) => (Status::IoError, Ok(())),

@@ -97,6 +97,14 @@ fn file_human(
                 stcheck::escape(m)
             )?;
         }
+        (Profile::Portable, _)
+            if c.verdict.is_ok() && c.portable.as_ref().is_some_and(|p| !p.is_portable()) =>
+        {
+            let first = c.portable.as_ref().and_then(|p| p.findings().first());
+            if let Some(f) = first {
+                writeln!(out, "{indent}{path}: error {}", f.finding())?;
+            }
+        }
         _ => match &c.verdict {
             Ok(rep) => writeln!(
                 out,
@@ -111,13 +119,16 @@ fn file_human(
         },
     }
     if let Ok(rep) = &c.verdict {
-        if o.profile == Profile::Strict || o.compare_reference {
+        if o.profile != Profile::Reference || o.compare_reference {
             warnings_human(out, rep, indent)?;
+        }
+        if let Some(p) = &c.portable {
+            portable_human(out, p, indent)?;
         }
         if c.deep.is_some() || c.sha256.is_some() {
             deep_human(out, rep, c, indent)?;
         }
-        if o.verbose && o.profile == Profile::Strict {
+        if o.verbose && o.profile != Profile::Reference {
             tensors_human(out, rep, indent)?;
         }
     }
@@ -161,6 +172,26 @@ fn file_human(
         }
     }
     Ok(())
+}
+
+/// The portable profile's findings (after the first, on the verdict line) and which readers
+/// load the file.
+fn portable_human(
+    out: &mut dyn Write,
+    p: &stcheck::portable::PortableReport,
+    indent: &str,
+) -> io::Result<()> {
+    for f in p.findings().iter().skip(1) {
+        writeln!(out, "{indent}  error {}", f.finding())?;
+    }
+    if p.omitted() > 0 {
+        writeln!(
+            out,
+            "{indent}  ... and {} more portable findings",
+            p.omitted()
+        )?;
+    }
+    writeln!(out, "{indent}  portable: {}", p.support_line())
 }
 
 fn warnings_human(out: &mut dyn Write, rep: &Report<'_>, indent: &str) -> io::Result<()> {
@@ -382,8 +413,8 @@ impl<'w> IndexOutput<'w> {
     }
 
     /// The set's verdict, after the shards.
-    pub(crate) fn finish(self, shown: &str, rep: &IndexReport) -> io::Result<()> {
-        self.finish_tail(shown, rep, IndexTail::new(rep))
+    pub(crate) fn finish(self, shown: &str, rep: &IndexReport, o: &Options) -> io::Result<()> {
+        self.finish_tail(shown, rep, IndexTail::new(rep).profile(o.profile))
     }
 
     /// The verdict of a set fetched from `resolved`, with what it cost.
@@ -393,8 +424,12 @@ impl<'w> IndexOutput<'w> {
         rep: &IndexReport,
         resolved: &str,
         cost: wire::RemoteCost,
+        o: &Options,
     ) -> io::Result<()> {
-        self.finish_tail(shown, rep, IndexTail::new(rep).with_remote(resolved, cost))
+        let tail = IndexTail::new(rep)
+            .with_remote(resolved, cost)
+            .profile(o.profile);
+        self.finish_tail(shown, rep, tail)
     }
 
     fn finish_tail(
@@ -414,8 +449,16 @@ impl<'w> IndexOutput<'w> {
             return self.out.write_all(b"}\n");
         }
         let out = &mut *self.out;
+        let portable_first = (tail_record.status() == wire::Status::Invalid && rep.is_valid())
+            .then(|| rep.portable().and_then(|p| p.findings().first()))
+            .flatten();
         let mut errors = rep.errors().iter();
         match errors.next() {
+            None if portable_first.is_some() => {
+                if let Some(f) = portable_first {
+                    writeln!(out, "{shown}: error {}", f.finding())?;
+                }
+            }
             None => writeln!(
                 out,
                 "{shown}: ok (index of {} shards; {})",
@@ -436,6 +479,9 @@ impl<'w> IndexOutput<'w> {
         }
         for w in rep.warnings() {
             writeln!(out, "  warning {w}")?;
+        }
+        if let Some(p) = rep.portable() {
+            portable_human(out, p, "")?;
         }
         out.write_all(&self.human_shards)
     }

@@ -431,7 +431,7 @@ pub(super) fn check_index(
     for (_, c) in &shards {
         session.cost.add(c);
     }
-    Ok(Found::Index(IndexCheck { report, shards }))
+    Ok(Found::Index(Box::new(IndexCheck { report, shards })))
 }
 
 /// The check of one file (not an index) at `url`.

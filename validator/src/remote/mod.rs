@@ -410,7 +410,7 @@ pub enum Found {
     /// A safetensors file.
     File(Box<FileCheck>),
     /// An index and its shards.
-    Index(IndexCheck),
+    Index(Box<IndexCheck>),
 }
 
 /// The result of [`Remote::check`].
