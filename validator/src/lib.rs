@@ -50,7 +50,9 @@ pub mod index;
 #[doc(hidden)]
 pub mod internal;
 mod json;
+pub mod json_out;
 pub mod limits;
+mod magic;
 mod names;
 pub mod reference;
 #[cfg(feature = "remote")]

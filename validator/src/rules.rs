@@ -93,6 +93,11 @@ rules! {
     FrameHeaderLimit = "FRAME-HEADER-LIMIT", Malformed, Error;
     /// 8 + N is beyond the end of the file.
     FrameHeaderBounds = "FRAME-HEADER-BOUNDS", Malformed, Error;
+    /// The length field cannot be a header length (above the limit or past the end of the
+    /// file) and the first bytes are another format's: a pickle, a ZIP archive, a Git LFS
+    /// pointer, GGUF, HTML, JSON, ... Reported instead of `FRAME-HEADER-LIMIT` or
+    /// `FRAME-HEADER-BOUNDS`.
+    FrameNotSafetensors = "FRAME-NOT-SAFETENSORS", Malformed, Error;
     /// N is not a multiple of 8, so the data region is not 8-aligned (warning).
     FrameAlign = "FRAME-ALIGN", Invalid, Warning;
     /// The header bytes are not valid UTF-8.
@@ -149,11 +154,13 @@ rules! {
     LayoutOverlap = "LAYOUT-OVERLAP", Invalid, Error;
     /// A tensor's begin offset is not a multiple of its element size (warning).
     LayoutAlign = "LAYOUT-ALIGN", Invalid, Warning;
-    /// A tensor name contains a control character.
+    /// A tensor name contains a control character or a line or paragraph separator (U+2028,
+    /// U+2029).
     NameControl = "NAME-CONTROL", Invalid, Error;
     /// A tensor name is empty (warning).
     NameEmpty = "NAME-EMPTY", Invalid, Warning;
-    /// A tensor name contains a bidirectional-control or zero-width character (warning).
+    /// A tensor name contains a default-ignorable code point: a bidirectional control, a
+    /// zero-width character, the soft hyphen, a tag character, ... (warning).
     NameInvisible = "NAME-INVISIBLE", Invalid, Warning;
     /// A tensor name looks like a path: a `..` segment or a leading `/` (warning).
     NamePath = "NAME-PATH", Invalid, Warning;
