@@ -673,8 +673,8 @@ while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed 's/.*"id":"\([^"]*\)".*/\1/')
   case "$id" in
     valid/two) cat "$(dirname "$0")/files/two.safetensors.answer" | sed 's/^{{/{{"id":"valid\/two","status":"accept",/'; echo ;;
-    invalid/trailing) echo '{{"id":"invalid/trailing","status":"reject","rule":"DATA-TRAILING"}}' ;;
-    choice/same) exit 9 ;;
+    invalid/trailing) echo "noise from $id" >&2; echo '{{"id":"invalid/trailing","status":"reject","rule":"DATA-TRAILING"}}' ;;
+    choice/same) echo "dying on $id" >&2; exit 9 ;;
     deep/bool) echo '{{"id":"deep/bool","status":"unsupported","message":"no BOOL"}}' ;;
   esac
 done"#,
@@ -705,6 +705,15 @@ done"#,
     assert!(r
         .case("choice/same")
         .is_some_and(|c| c.detail.contains("exit code 9")));
+    // Standard error explains a process that died; a reply's cannot be told apart from the
+    // previous case's, so replies carry none.
+    assert_eq!(
+        r.case("choice/same").map(|c| c.stderr.as_str()),
+        Some("dying on choice/same")
+    );
+    for c in r.cases.iter().filter(|c| c.id != "choice/same") {
+        assert_eq!(c.stderr, "", "{c:?}");
+    }
     // One process for the first three cases, a second after the crash.
     let n = fs::read_to_string(&starts).expect("starts").lines().count();
     assert_eq!(n, 2);

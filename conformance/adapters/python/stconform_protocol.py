@@ -13,6 +13,15 @@ import json
 import os
 import sys
 
+# Imported here, at start-up, which the runner allows for, and not on the first float case: on
+# a busy machine importing NumPy and ml_dtypes takes seconds, and a lazy import made later
+# cases time out.
+try:
+    import ml_dtypes
+    import numpy as np
+except ImportError:  # values are then not reported
+    ml_dtypes = np = None
+
 
 class Unsupported(Exception):
     """The implementation does not support what the file needs (e.g. a dtype)."""
@@ -87,12 +96,7 @@ def decode_values(dtype, data, count, limit=4096):
     when the dtype is not a float format, ml_dtypes is missing, or the tensor is large.
     Sub-byte formats are unpacked low bits first (the format does not fix the order; the
     corpus's value cases do not depend on it)."""
-    if dtype not in FLOAT_FORMATS or count > limit:
-        return None
-    try:
-        import numpy as np
-        import ml_dtypes
-    except ImportError:
+    if dtype not in FLOAT_FORMATS or count > limit or np is None:
         return None
     name = FLOAT_FORMATS[dtype]
     np_type = getattr(np, name, None) if name in ("float16", "float32", "float64") else getattr(ml_dtypes, name)

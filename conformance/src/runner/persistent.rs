@@ -197,8 +197,9 @@ impl Worker {
         }
     }
 
-    /// Send one request and wait for its reply. Returns what happened and the standard error
-    /// the process wrote meanwhile. An error only when the program cannot be started.
+    /// Send one request and wait for its reply. Returns what happened and, unless it is a
+    /// reply, the standard error the process wrote meanwhile. An error only when the program
+    /// cannot be started.
     pub fn ask(
         &mut self,
         id: &str,
@@ -265,7 +266,13 @@ impl Worker {
                 }
             }
         };
-        let stderr = p.stderr.lock().map(|e| e.clone()).unwrap_or_default();
+        // Standard error is read by another thread, so what it holds at a reply may still be
+        // the previous case's: it is kept only when the process died, timed out or broke the
+        // protocol, where it is the only explanation (a reply says why in its `message`).
+        let stderr = match asked {
+            Asked::Reply(_) => Vec::new(),
+            _ => p.stderr.lock().map(|e| e.clone()).unwrap_or_default(),
+        };
         match asked {
             Asked::Reply(_) => p.fresh = false,
             Asked::Died { .. } => self.process = None,
