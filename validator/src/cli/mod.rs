@@ -488,9 +488,12 @@ fn run(o: &Options) -> u8 {
                     if let Some(b) = &bar {
                         b.clear();
                     }
-                    if e.kind() != io::ErrorKind::BrokenPipe {
-                        eprintln!("stcheck: writing the output: {e}");
+                    // A pipe closed before anything was checked ends the run quietly, with the
+                    // status of what was checked so far: nothing.
+                    if e.kind() == io::ErrorKind::BrokenPipe {
+                        return 0;
                     }
+                    eprintln!("stcheck: writing the output: {e}");
                     return 2;
                 }
             }
