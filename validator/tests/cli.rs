@@ -1372,10 +1372,15 @@ fn sarif_golden_schema_valid_one_result_per_finding() {
         vec!["dangling_link", "not_found", "not_regular_file"]
     );
 
-    // The golden log, with the working directory and the rules' SPEC.md text left out.
+    // The golden log, with the working directory, the repository's address and the rules'
+    // SPEC.md text left out.
+    let driver = &run["tool"]["driver"];
+    assert_eq!(driver["informationUri"], env!("CARGO_PKG_REPOSITORY"));
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
     let mut stable = log.clone();
     stable["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] = "file:///WORKDIR/".into();
     stable["runs"][0]["tool"]["driver"]["rules"] = ids.into();
+    stable["runs"][0]["tool"]["driver"]["informationUri"] = "REPOSITORY".into();
     golden(
         "sarif.json",
         &format!("{}\n", serde_json::to_string_pretty(&stable).expect("JSON")),
