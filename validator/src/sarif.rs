@@ -26,7 +26,7 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -236,6 +236,24 @@ impl ArtifactLocation {
         }
     }
 
+    /// A URL as it was given (http, https, hf), with the bytes a URI cannot hold
+    /// percent-encoded.
+    pub fn of_url(url: &str) -> Self {
+        use std::fmt::Write as _;
+        let mut uri = String::with_capacity(url.len());
+        for &b in url.as_bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b) {
+                uri.push(char::from(b));
+            } else {
+                let _ = write!(uri, "%{b:02X}");
+            }
+        }
+        ArtifactLocation {
+            uri,
+            uri_base_id: None,
+        }
+    }
+
     /// A directory as a base URI: `file:///abs/dir/`.
     pub fn of_dir(dir: &Path) -> Self {
         let mut uri = ArtifactLocation::of_path(dir).uri;
@@ -297,11 +315,11 @@ pub struct Location<'a> {
 }
 
 impl Location<'_> {
-    fn at(path: &Path, offset: Option<u64>) -> Self {
+    fn at(file: ArtifactLocation, offset: Option<u64>) -> Self {
         Location {
             id: None,
             physical_location: PhysicalLocation {
-                artifact_location: ArtifactLocation::of_path(path),
+                artifact_location: file,
                 region: offset.map(|byte_offset| Region { byte_offset }),
             },
             message: None,
@@ -352,14 +370,48 @@ pub struct SarifResult<'a> {
     pub properties: ResultProperties<'a>,
 }
 
-/// Where a finding stands: the checked file (`None` for standard input) and, for an index, the
-/// directory its shards are in.
+/// Where the shards of a sharded set are: a directory, or the URL prefix of a remote index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shards {
+    /// The directory of the index.
+    Dir(PathBuf),
+    /// The index's URL up to and including its last `/`.
+    Url(String),
+}
+
+impl Shards {
+    /// The shards of the index at `path`: its directory (`.` for a bare name).
+    pub fn of_index_path(path: &Path) -> Self {
+        Shards::Dir(match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        })
+    }
+
+    /// The shards of the index at `url`: the URL up to its last `/`.
+    pub fn of_index_url(url: &str) -> Self {
+        Shards::Url(url.rfind('/').map_or("", |k| &url[..=k]).to_owned())
+    }
+
+    /// The location of the shard `name` (a plain file name).
+    pub fn location(&self, name: &str) -> ArtifactLocation {
+        match self {
+            Shards::Dir(dir) => ArtifactLocation::of_path(&dir.join(name)),
+            Shards::Url(prefix) => {
+                ArtifactLocation::of_url(&format!("{prefix}{}", percent_encode(name.as_bytes())))
+            }
+        }
+    }
+}
+
+/// Where a finding stands: the checked file, index or shard (`None` for standard input) and,
+/// for the findings of a sharded set, where its shards are.
 #[derive(Debug, Clone, Copy)]
-pub struct Target<'p> {
+pub struct Target<'t> {
     /// The file, index or shard the finding was reported for.
-    pub path: Option<&'p Path>,
-    /// The directory of the shards, for findings of a sharded set.
-    pub shard_dir: Option<&'p Path>,
+    pub file: Option<&'t ArtifactLocation>,
+    /// The shards, for the findings of a sharded set.
+    pub shards: Option<&'t Shards>,
 }
 
 /// The index of `rule` in [`Rule::ALL`].
@@ -396,22 +448,28 @@ impl<'a> SarifResult<'a> {
     /// The result of `finding` about `target`, as an error or as a warning.
     pub fn new(finding: &'a Finding, as_error: bool, target: Target<'_>) -> Self {
         let rule = finding.rule();
-        let path_of = |at: At| -> Option<std::path::PathBuf> {
-            match (at, finding.shard(), target.shard_dir) {
-                (At::Shard, Some(shard), Some(dir)) => Some(dir.join(shard)),
-                _ => target.path.map(Path::to_path_buf),
-            }
+        let at = |offset: u64, shard: Option<&str>| -> Option<Location<'a>> {
+            let file = match (shard, target.shards) {
+                (Some(name), Some(shards)) => shards.location(name),
+                _ => target.file?.clone(),
+            };
+            Some(Location::at(file, Some(offset)))
         };
-        let locations = path_of(finding.location())
-            .map(|p| Location::at(&p, Some(finding.offset())))
-            .into_iter()
-            .collect();
-        let related_locations = match (finding.cause(), finding.shard(), target.shard_dir) {
-            (Some(cause), Some(shard), Some(dir)) => vec![Location {
-                id: Some(1),
-                message: Some(Message::new(sentence(cause.finding().to_string()))),
-                ..Location::at(&dir.join(shard), Some(cause.offset()))
-            }],
+        let in_shard = (finding.location() == At::Shard)
+            .then(|| finding.shard())
+            .flatten();
+        let locations = at(finding.offset(), in_shard).into_iter().collect();
+        let related_locations = match (finding.cause(), finding.shard()) {
+            (Some(cause), Some(shard)) if target.shards.is_some() => {
+                at(cause.offset(), Some(shard))
+                    .map(|l| Location {
+                        id: Some(1),
+                        message: Some(Message::new(sentence(cause.finding().to_string()))),
+                        ..l
+                    })
+                    .into_iter()
+                    .collect()
+            }
             _ => Vec::new(),
         };
         SarifResult {
@@ -464,12 +522,15 @@ pub struct DescriptorReference {
 }
 
 impl Notification {
-    /// The notification that `path` (shown as `shown`) could not be checked.
-    pub fn not_checked(path: Option<&Path>, shown: &str, why: &ReadError) -> Self {
+    /// The notification that `file` (shown as `shown`) could not be checked.
+    pub fn not_checked(file: Option<&ArtifactLocation>, shown: &str, why: &ReadError) -> Self {
         Notification {
             level: Level::Error,
             message: Message::new(sentence(format!("{shown}: not checked: {why}"))),
-            locations: path.map(|p| Location::at(p, None)).into_iter().collect(),
+            locations: file
+                .map(|f| Location::at(f.clone(), None))
+                .into_iter()
+                .collect(),
             descriptor: DescriptorReference { id: why.code() },
         }
     }
@@ -556,11 +617,13 @@ impl<W: Write> SarifWriter<W> {
 
     /// The results of one checked file (the strict verdict): its error, or its warnings. With
     /// the reference crate's verdict in `checked`, the error says what the reference does.
-    pub fn file(&mut self, path: Option<&Path>, checked: &Checked<'_>) -> io::Result<()> {
-        let target = Target {
-            path,
-            shard_dir: None,
-        };
+    /// `file` is `None` for standard input.
+    pub fn file(
+        &mut self,
+        file: Option<&ArtifactLocation>,
+        checked: &Checked<'_>,
+    ) -> io::Result<()> {
+        let target = Target { file, shards: None };
         match &checked.verdict {
             Err(e) => {
                 let mut r = SarifResult::error(e, target);
@@ -583,16 +646,18 @@ impl<W: Write> SarifWriter<W> {
         }
     }
 
-    /// The results of a sharded set's own findings (the shards' findings are written with
-    /// [`SarifWriter::file`] as they are checked), for the index at `path`.
-    pub fn index(&mut self, path: &Path, report: &IndexReport) -> io::Result<()> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+    /// The results of a sharded set's own findings, for the index at `index` with its shards
+    /// at `shards` (the shards' findings are written with [`SarifWriter::file`] as they are
+    /// checked, at `shards.location(name)`).
+    pub fn index(
+        &mut self,
+        index: &ArtifactLocation,
+        shards: &Shards,
+        report: &IndexReport,
+    ) -> io::Result<()> {
         let target = Target {
-            path: Some(path),
-            shard_dir: Some(dir),
+            file: Some(index),
+            shards: Some(shards),
         };
         for e in report.errors() {
             self.result(&SarifResult::new(e, true, target))?;
@@ -603,11 +668,12 @@ impl<W: Write> SarifWriter<W> {
         Ok(())
     }
 
-    /// A path that could not be checked (listed at the end of the log, in the invocation).
-    pub fn not_checked(&mut self, path: Option<&Path>, shown: &str, why: &ReadError) {
+    /// A path or URL that could not be checked (listed at the end of the log, in the
+    /// invocation).
+    pub fn not_checked(&mut self, file: Option<&ArtifactLocation>, shown: &str, why: &ReadError) {
         if self.notifications.len() < MAX_NOTIFICATIONS {
             self.notifications
-                .push(Notification::not_checked(path, shown, why));
+                .push(Notification::not_checked(file, shown, why));
         } else {
             self.omitted_notifications += 1;
         }
@@ -688,6 +754,22 @@ mod tests {
             "file:///x/%23y%3F.safetensors"
         );
         assert_eq!(ArtifactLocation::of_dir(Path::new("/w")).uri, "file:///w/");
+        assert_eq!(
+            ArtifactLocation::of_url("hf://org/m@main/a b\u{e9}.safetensors?x=1").uri,
+            "hf://org/m@main/a%20b%C3%A9.safetensors?x=1"
+        );
+        assert_eq!(
+            Shards::of_index_url("https://h/m/x.safetensors.index.json")
+                .location("p q.safetensors")
+                .uri,
+            "https://h/m/p%20q.safetensors"
+        );
+        assert_eq!(
+            Shards::of_index_path(Path::new("x.safetensors.index.json"))
+                .location("s.safetensors")
+                .uri,
+            "s.safetensors"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;

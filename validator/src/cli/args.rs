@@ -14,8 +14,13 @@ Usage: stcheck [OPTIONS] PATH...
        stcheck --explain RULE
 
 Each PATH is a file, a directory (walked recursively for *.safetensors and
-*.safetensors.index.json files) or '-' for one file on standard input. A
-*.safetensors.index.json file is checked together with the shards it names.
+*.safetensors.index.json files), '-' for one file on standard input, or a URL
+(http://, https://, or hf://ORG/REPO[@REVISION]/FILE for the Hugging Face hub;
+HF_ENDPOINT sets its host, HF_TOKEN is sent to it only). A URL is checked
+without downloading it: range requests for the header, the file's length from
+the server; --deep and --sha256 stream the body once. A
+*.safetensors.index.json file or URL is checked together with the shards it
+names.
 
 Output (stdout, text): one line per file, then a summary line:
   path: ok (3 tensors, 25 parameters; U8 16, F16 9)
@@ -87,6 +92,11 @@ Options:
       --sha256                 with the data scan, the SHA-256 of each file (same pass);
                                implies --deep
       --deny-nonfinite         make any NaN or infinity an error; implies --deep
+      --header NAME:VALUE      send this header with requests for URLs (repeatable),
+                               only to the URL's own host (never after a redirect to
+                               another); never printed
+      --ca-file PEM            trust these certificates for https URLs instead of the
+                               built-in roots
       --explain RULE           print the rule's text from SPEC.md (statement, rationale,
                                the reference's behaviour) and exit
   -h, --help                   print this help
@@ -132,6 +142,10 @@ pub(crate) struct Options {
     pub(crate) profile: Profile,
     pub(crate) compare_reference: bool,
     pub(crate) config: Config,
+    /// `--header NAME:VALUE`, sent with requests for URLs (never to another host).
+    pub(crate) headers: Vec<(String, String)>,
+    /// `--ca-file PATH`: the certificates trusted for https URLs instead of the built-in ones.
+    pub(crate) ca_file: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -173,6 +187,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         profile: Profile::Strict,
         compare_reference: false,
         config: Config::default(),
+        headers: Vec::new(),
+        ca_file: None,
     };
     let mut no_mmap = false;
     let mut stream = false;
@@ -215,6 +231,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 | "--profile"
                 | "--max-header-size"
                 | "--max-warnings-per-rule"
+                | "--header"
+                | "--ca-file"
                 | "--format"
                 | "--deny"
                 | "--allow"
@@ -305,6 +323,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 o.config.max_header_size = v
                     .parse::<u64>()
                     .map_err(|_| format!("--max-header-size: {v:?} is not a number of bytes"))?;
+            }
+            "--header" => {
+                let v = value("NAME:VALUE")?;
+                let Some((name, val)) = v.split_once(':') else {
+                    return Err("--header: expected NAME:VALUE".to_owned());
+                };
+                o.headers
+                    .push((name.trim().to_owned(), val.trim().to_owned()));
+            }
+            "--ca-file" => {
+                o.ca_file = Some(value("a PEM file")?.into());
             }
             "--max-warnings-per-rule" => {
                 let v = value("a number of warnings")?;

@@ -166,7 +166,9 @@ pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
                 total = None;
                 0
             }
-            Job::NotChecked(..) | Job::WalkError(..) => 0,
+            // A URL's length is known only once it is checked (and the remote source has no
+            // progress hook yet): it adds nothing to the bar's total.
+            Job::Url(_) | Job::NotChecked(..) | Job::WalkError(..) => 0,
         };
         total = total.map(|t| t.saturating_add(n));
         sized.push(job);

@@ -25,10 +25,11 @@ mod args;
 mod check;
 mod input;
 mod progress;
+mod remote;
 mod render;
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -38,7 +39,7 @@ use args::{Command, Format, Options, ProgressMode};
 use input::Job;
 use progress::{JobHook, Progress, Unit};
 use stcheck::index::ShardOutcome;
-use stcheck::sarif::SarifWriter;
+use stcheck::sarif::{ArtifactLocation, SarifWriter, Shards};
 use stcheck::wire::Summary;
 use stcheck::ReadError;
 
@@ -234,14 +235,14 @@ impl Sink {
         }
     }
 
-    /// A checked file: its lines, record or results (`path` is `None` for standard input).
+    /// A checked file: its lines or record (written by `lines`), or its results at `at`
+    /// (`None` for standard input).
     fn file(
         &mut self,
-        shown: &str,
-        path: Option<&Path>,
+        at: Option<&ArtifactLocation>,
         c: &stcheck::Checked<'_>,
         o: &Options,
-        mode: stcheck::ReadMode,
+        lines: impl FnOnce(&mut Out) -> io::Result<()>,
     ) -> (Status, io::Result<()>) {
         let status = if render::file_valid(c, o) {
             Status::Valid
@@ -252,8 +253,8 @@ impl Sink {
             return (status, Ok(()));
         }
         let written = match &mut self.output {
-            Output::Lines(out) => render::file(out, shown, c, o, mode, ""),
-            Output::Sarif(w) => w.file(path, c),
+            Output::Lines(out) => lines(out),
+            Output::Sarif(w) => w.file(at, c),
         };
         (status, written)
     }
@@ -262,7 +263,7 @@ impl Sink {
     fn unreadable(
         &mut self,
         shown: &str,
-        path: Option<&Path>,
+        at: Option<&ArtifactLocation>,
         e: &ReadError,
         o: &Options,
     ) -> io::Result<()> {
@@ -270,7 +271,7 @@ impl Sink {
         match &mut self.output {
             Output::Lines(out) => render::unreadable(out, shown, e, o, "file"),
             Output::Sarif(w) => {
-                w.not_checked(path, shown, e);
+                w.not_checked(at, shown, e);
                 Ok(())
             }
         }
@@ -287,7 +288,7 @@ impl Sink {
         match &mut self.output {
             Output::Lines(out) => render::not_checked(out, shown, why, o),
             Output::Sarif(w) => {
-                w.not_checked(Some(path), shown, why);
+                w.not_checked(Some(&ArtifactLocation::of_path(path)), shown, why);
                 Ok(())
             }
         }
@@ -327,10 +328,13 @@ impl Run<'_> {
         match job {
             Job::File(path) => {
                 let shown = render::show(path);
+                let at = ArtifactLocation::of_path(path);
                 let result = check::file(path, &config, o, hook, |c| {
                     turns.wait(i);
                     let mut s = lock(sink);
-                    let (status, written) = s.file(&shown, Some(path), &c, o, o.mode);
+                    let (status, written) = s.file(Some(&at), &c, o, |out| {
+                        render::file(out, &shown, &c, o, o.mode, "")
+                    });
                     s.finish_job(status, false, written, stop);
                 });
                 if let Err(e) = result {
@@ -340,7 +344,7 @@ impl Run<'_> {
                         let written = s.not_checked(&shown, path, &e, o);
                         s.finish_job(Status::NotChecked, false, written, stop);
                     } else {
-                        let written = s.unreadable(&shown, Some(path), &e, o);
+                        let written = s.unreadable(&shown, Some(&at), &e, o);
                         s.finish_job(Status::IoError, false, written, stop);
                     }
                 }
@@ -350,11 +354,14 @@ impl Run<'_> {
                 turns.wait(i);
                 let mut s = lock(sink);
                 let (status, written) = match result {
-                    Ok(c) => s.file("<stdin>", None, &c, o, stcheck::ReadMode::Stream),
+                    Ok(c) => s.file(None, &c, o, |out| {
+                        render::file(out, "<stdin>", &c, o, stcheck::ReadMode::Stream, "")
+                    }),
                     Err(e) => (Status::IoError, s.unreadable("<stdin>", None, &e, o)),
                 };
                 s.finish_job(status, false, written, stop);
             }
+            Job::Url(url) => self.url(url, i, &config),
             Job::Index(path, root) => {
                 // Shards are written as they are checked, so the index waits for its turn first.
                 turns.wait(i);
@@ -373,7 +380,8 @@ impl Run<'_> {
                 turns.wait(i);
                 let mut s = lock(sink);
                 let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
-                let written = s.unreadable(&render::show(path), Some(path), &e, o);
+                let at = ArtifactLocation::of_path(path);
+                let written = s.unreadable(&render::show(path), Some(&at), &e, o);
                 s.finish_job(Status::IoError, false, written, stop);
             }
         }
@@ -386,6 +394,7 @@ fn job_path(job: &Job) -> String {
         Job::File(p) | Job::Index(p, _) | Job::NotChecked(p, _) | Job::WalkError(p, _) => {
             render::show(p)
         }
+        Job::Url(url) => stcheck::escape(url).into_owned(),
         Job::Stdin => "<stdin>".to_owned(),
     }
 }
@@ -419,17 +428,18 @@ fn index_job(
             }
         }
         Output::Sarif(w) => {
-            let dir = shard_dir(path);
+            let at = ArtifactLocation::of_path(path);
+            let shards = Shards::of_index_path(path);
             let mut written = Ok(());
             result = check::index(path, root, config, o, hook, &mut |name, outcome| {
                 if let (ShardOutcome::Checked(c), Ok(())) = (outcome, &written) {
-                    written = w.file(Some(&dir.join(name)), c);
+                    written = w.file(Some(&shards.location(name)), c);
                 }
             });
             written.and_then(|()| match &result {
-                Ok(rep) => w.index(path, rep),
+                Ok(rep) => w.index(&at, &shards, rep),
                 Err(e) => {
-                    w.not_checked(Some(path), &shown, e);
+                    w.not_checked(Some(&at), &shown, e);
                     Ok(())
                 }
             })
@@ -441,12 +451,130 @@ fn index_job(
     (status_of(&result), written)
 }
 
-/// The directory of an index's shards.
-fn shard_dir(index: &Path) -> PathBuf {
-    match index.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+/// The client of the run's URLs, made once (`None` when no URL is named).
+#[cfg(feature = "remote")]
+static CLIENT: std::sync::OnceLock<Result<stcheck::remote::Remote, String>> =
+    std::sync::OnceLock::new();
+
+impl Run<'_> {
+    /// A file or sharded set named by URL, checked by the library's remote source.
+    #[cfg(feature = "remote")]
+    fn url(&self, url: &str, i: usize, config: &stcheck::Config) {
+        use stcheck::remote::Found;
+        let (o, turns, sink, stop) = (self.o, &self.turns, &self.sink, &self.stop);
+        let shown = stcheck::escape(url).into_owned();
+        let at = ArtifactLocation::of_url(url);
+        let client = match CLIENT.get_or_init(|| remote::client(o)) {
+            Ok(c) => c,
+            Err(e) => {
+                turns.wait(i);
+                let mut s = lock(sink);
+                let e = ReadError::new(stcheck::ReadErrorKind::Io, e.clone());
+                let written = s.unreadable(&shown, Some(&at), &e, o);
+                s.finish_job(Status::IoError, false, written, stop);
+                return;
+            }
+        };
+        let is_index = url
+            .split(['?', '#'])
+            .next()
+            .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
+        if is_index {
+            // Shards are written as they are checked: wait for the turn first.
+            turns.wait(i);
+            let mut guard = lock(sink);
+            let s = &mut *guard;
+            let dir = match shown.rfind('/') {
+                Some(k) => shown[..=k].to_owned(),
+                None => String::new(),
+            };
+            let (checked, written) = match &mut s.output {
+                Output::Lines(out) => {
+                    let mut lines = render::IndexOutput::start_at(out, &shown, dir, o);
+                    let checked = remote::check(client, url, config, &mut |name, outcome| {
+                        lines.shard(name, outcome, o)
+                    });
+                    let resolved = checked.resolved.as_deref().unwrap_or(&shown).to_owned();
+                    let written = match &checked.outcome {
+                        Ok(Found::Index(ic)) => lines.finish_remote(
+                            &shown,
+                            &ic.report,
+                            &resolved,
+                            cost_of(&checked.cost),
+                        ),
+                        Ok(Found::File(_)) => Ok(()),
+                        Err(e) => {
+                            let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                            lines.fail(&shown, &e)
+                        }
+                    };
+                    (checked, written)
+                }
+                Output::Sarif(w) => {
+                    let shards = Shards::of_index_url(url);
+                    let mut written = Ok(());
+                    let checked = remote::check(client, url, config, &mut |name, outcome| {
+                        if let (ShardOutcome::Checked(c), Ok(())) = (outcome, &written) {
+                            written = w.file(Some(&shards.location(name)), c);
+                        }
+                    });
+                    let written = written.and_then(|()| match &checked.outcome {
+                        Ok(Found::Index(ic)) => w.index(&at, &shards, &ic.report),
+                        Ok(Found::File(_)) => Ok(()),
+                        Err(e) => {
+                            let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                            w.not_checked(Some(&at), &shown, &e);
+                            Ok(())
+                        }
+                    });
+                    (checked, written)
+                }
+            };
+            let status = match &checked.outcome {
+                Ok(Found::Index(ic)) if ic.report.is_valid() => Status::Valid,
+                Ok(Found::Index(_)) => Status::Invalid,
+                Ok(Found::File(_)) => Status::IoError,
+                Err(e) => {
+                    s.error_line(&format!("stcheck: {shown}: {e}"));
+                    Status::IoError
+                }
+            };
+            s.finish_job(status, true, written, stop);
+            return;
+        }
+        let checked = remote::check(client, url, config, &mut |_, _| {});
+        turns.wait(i);
+        let mut s = lock(sink);
+        let resolved = checked.resolved.as_deref().unwrap_or(&shown);
+        let (status, written) = match &checked.outcome {
+            Ok(Found::File(f)) => s.file(Some(&at), &f.checked, o, |out| {
+                render::remote_file(out, &shown, &f.checked, o, resolved, cost_of(&checked.cost))
+            }),
+            Ok(Found::Index(_)) => (Status::IoError, Ok(())),
+            Err(e) => {
+                let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                (Status::IoError, s.unreadable(&shown, Some(&at), &e, o))
+            }
+        };
+        s.finish_job(status, false, written, stop);
     }
+
+    /// Built without the `remote` feature: a URL cannot be checked.
+    #[cfg(not(feature = "remote"))]
+    fn url(&self, url: &str, i: usize, _: &stcheck::Config) {
+        self.turns.wait(i);
+        let mut s = lock(&self.sink);
+        let message = remote::client(self.o).err().unwrap_or_default();
+        let e = ReadError::new(stcheck::ReadErrorKind::Io, message);
+        let at = ArtifactLocation::of_url(url);
+        let written = s.unreadable(&stcheck::escape(url), Some(&at), &e, self.o);
+        s.finish_job(Status::IoError, false, written, &self.stop);
+    }
+}
+
+#[cfg(feature = "remote")]
+fn cost_of(c: &stcheck::remote::Cost) -> stcheck::wire::RemoteCost {
+    stcheck::wire::RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries)
 }
 
 fn exit_code(t: &Summary) -> u8 {
