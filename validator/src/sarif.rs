@@ -12,7 +12,7 @@
 //!   warning of a valid file (`"warning"`). `ruleId` is the rule ID; the location is the file
 //!   as a URI (relative paths relative to `%SRCROOT%`, the working directory; bytes that are
 //!   not unreserved URI characters percent-encoded, so a name that is not UTF-8 keeps its
-//!   bytes) and the byte offset as `region.byteOffset`. Findings of a sharded set point into
+//!   bytes; a file checked by URL at its URL) and the byte offset as `region.byteOffset`. Findings of a sharded set point into
 //!   the index or into the shard (`INDEX-TENSOR-UNLISTED`, `INDEX-TENSOR-DUPLICATE`); an
 //!   `INDEX-SHARD-INVALID` result at the index has the shard's own error as a related location.
 //!   The shards' own findings are results of their own, at the shard.
