@@ -15,5 +15,8 @@ command -v cargo >/dev/null || {
   echo "stcheck hook: cargo not found; install a Rust toolchain, or use the stcheck-system hook with stcheck on PATH" >&2
   exit 2
 }
-cargo build --release --locked --quiet -p stcheck --manifest-path "$repo/Cargo.toml" --target-dir "$target" >&2
+# Only local files reach a hook: built without the `remote` feature (no HTTP and TLS stack
+# to compile).
+cargo build --release --locked --quiet -p stcheck --no-default-features --features cli \
+  --manifest-path "$repo/Cargo.toml" --target-dir "$target" >&2
 exec "$target/release/stcheck" "$@"
