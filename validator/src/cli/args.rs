@@ -30,7 +30,7 @@ Output (stdout, text): one line per file, then a summary line:
 Warnings of a valid file follow it, indented (`  warning RULE-ID: ...`); the
 deep scan and the hash are on the file's own line (`...; deep: N data bytes
 scanned, no NaN or infinity; sha256 HEX`), so `grep -v ': ok'` keeps exactly the
-failures, the warnings and the summary. A sharded set's shards follow its line,
+failures, the warnings and the summary (-v and --compare-reference add lines). A sharded set's shards follow its line,
 indented (`  shard dir/name: ...`). Everything needed to judge the run is on
 stdout; errors reading a path are repeated on stderr as `stcheck: path: message`.
 
