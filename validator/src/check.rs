@@ -15,6 +15,7 @@
 //! tests check this on every corpus file for several chunk sizes.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::deep::{DeepReport, DeepScan};
 use crate::error::Error;
@@ -23,6 +24,7 @@ use crate::header;
 use crate::limits::{Config, HEAD_LEN};
 use crate::reference::{self, Verdict};
 use crate::report::{Report, Warnings};
+use crate::source::Progress;
 
 /// What a [`Checker`] needs next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +163,18 @@ impl<'a> Checker<'a> {
     /// the deep scan may split the data across [`Config::threads`]. Runs the reference crate
     /// too with [`Config::reference`].
     pub fn check_slice(config: &Config, file: &'a [u8]) -> Checked<'a> {
+        Self::check_slice_with(config, file, crate::source::no_progress())
+    }
+
+    /// [`Checker::check_slice`], telling `progress` how far the check got: the length field
+    /// and header at once, then the data region as the deep scan goes (or at once when the
+    /// data is not scanned). The result is the same.
+    pub fn check_slice_with(
+        config: &Config,
+        file: &'a [u8],
+        progress: &dyn Progress,
+    ) -> Checked<'a> {
+        let progress = Counted::new(progress);
         let mut c = Checker {
             config: config.clone(),
             len: Some(file.len() as u64),
@@ -186,11 +200,13 @@ impl<'a> Checker<'a> {
             if let Stage::Data(d) = &mut c.stage {
                 let data = file.get(end..).unwrap_or(&[]);
                 if let Some(deep) = d.deep.as_mut() {
+                    progress.advance(c.consumed);
                     deep.feed_all(
                         &d.report,
                         data,
                         c.config.threads,
                         c.config.min_bytes_per_thread,
+                        &progress,
                     );
                 }
                 d.seen = data.len() as u64;
@@ -200,6 +216,7 @@ impl<'a> Checker<'a> {
         let reference = config.reference.then(|| reference::verdict(file));
         let mut checked = c.finish();
         checked.reference = reference;
+        progress.advance(checked.bytes_read.saturating_sub(progress.told()));
         checked
     }
 
@@ -420,6 +437,32 @@ impl<'a> Checker<'a> {
             }
         }
         out
+    }
+}
+
+/// A [`Progress`] hook that counts what it passes on.
+struct Counted<'p> {
+    inner: &'p dyn Progress,
+    told: AtomicU64,
+}
+
+impl<'p> Counted<'p> {
+    fn new(inner: &'p dyn Progress) -> Self {
+        Counted {
+            inner,
+            told: AtomicU64::new(0),
+        }
+    }
+
+    fn told(&self) -> u64 {
+        self.told.load(Ordering::SeqCst)
+    }
+}
+
+impl Progress for Counted<'_> {
+    fn advance(&self, bytes: u64) {
+        self.told.fetch_add(bytes, Ordering::SeqCst);
+        self.inner.advance(bytes);
     }
 }
 

@@ -29,6 +29,7 @@
 //! mapped data region to split across threads; every path gives the same results.
 
 use std::ops::BitOr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -37,6 +38,7 @@ use crate::error::{Error, Finding, Warning};
 use crate::limits::Config;
 use crate::report::Report;
 use crate::rules::Rule;
+use crate::source::Progress;
 
 /// Bytes per block of the kernels' fast path: the unit that is re-read (from L1) element by
 /// element when it holds a special value.
@@ -44,6 +46,10 @@ pub const BLOCK: usize = 4096;
 
 /// Bytes hashed and then scanned at a time when SHA-256 is on (fits in L2).
 pub const CHUNK: usize = 256 * 1024;
+
+/// Bytes of a mapped data region scanned (and hashed) between two reports to a [`Progress`]
+/// hook: one call per 4 MiB keeps the hook's cost out of sight.
+pub const PROGRESS_STEP: usize = 4 << 20;
 
 /// The smallest share of the data region given to one thread by default
 /// ([`Config::min_bytes_per_thread`] = 0).
@@ -629,17 +635,23 @@ impl DeepScan {
     }
 
     /// The whole data region at once (a mapped file), split across `threads` (one of them
-    /// hashing when the hash is on): the same result as feeding it in order.
+    /// hashing when the hash is on): the same result as feeding it in order. `progress` is told
+    /// of the bytes done every [`PROGRESS_STEP`] bytes (with the hash on, a byte is done once
+    /// it is both scanned and hashed); the counts add up to `data.len()`.
     pub(crate) fn feed_all(
         &mut self,
         report: &Report<'_>,
         data: &[u8],
         threads: usize,
         min_share: u64,
+        progress: &dyn Progress,
     ) {
         let threads = threads.max(1);
         if threads == 1 {
-            self.feed(report, data);
+            for step in data.chunks(PROGRESS_STEP) {
+                self.feed(report, step);
+                progress.advance(step.len() as u64);
+            }
             return;
         }
         let data_start = report.data_start();
@@ -659,10 +671,15 @@ impl DeepScan {
         let ranges = split(report, data_start, file_len, n);
         let deny = self.feeder.deny_nonfinite;
         let hasher = self.hasher.take();
+        let done = Done::new(progress, hasher.is_some());
+        let done = &done;
         let (scanned, hasher) = std::thread::scope(|s| {
             let hashing = hasher.map(|mut h| {
                 s.spawn(move || {
-                    h.update(data);
+                    for step in data.chunks(PROGRESS_STEP) {
+                        h.update(step);
+                        done.add(&done.hashed, step.len());
+                    }
                     h
                 })
             });
@@ -677,7 +694,10 @@ impl DeepScan {
                         .unwrap_or(&[]);
                     s.spawn(move || {
                         let mut f = Feeder::new(report, a, deny);
-                        f.feed(report, bytes);
+                        for step in bytes.chunks(PROGRESS_STEP) {
+                            f.feed(report, step);
+                            done.add(&done.scanned, step.len());
+                        }
                         Scanned {
                             accs: f.accs,
                             fault: f.fault,
@@ -692,6 +712,7 @@ impl DeepScan {
             let h = hashing.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
             (Scanned::merge(parts), h)
         });
+        done.finish(data.len());
         self.hasher = hasher;
         self.feeder.accs = scanned.accs;
         self.feeder.fault = scanned.fault;
@@ -720,6 +741,55 @@ impl DeepScan {
             fault: self.feeder.fault,
         };
         (conclude(report, scanned, &view, self.data_seen), sha)
+    }
+}
+
+/// The bytes done by the threads of a split scan, told to a [`Progress`] hook as they grow:
+/// scanned bytes, or with the hash on the fewer of the scanned and the hashed bytes (the
+/// threads work on the same region at the same time).
+struct Done<'p> {
+    progress: &'p dyn Progress,
+    hashing: bool,
+    scanned: AtomicU64,
+    hashed: AtomicU64,
+    told: AtomicU64,
+}
+
+impl<'p> Done<'p> {
+    fn new(progress: &'p dyn Progress, hashing: bool) -> Self {
+        Done {
+            progress,
+            hashing,
+            scanned: AtomicU64::new(0),
+            hashed: AtomicU64::new(0),
+            told: AtomicU64::new(0),
+        }
+    }
+
+    /// `n` more bytes counted in `counter`; tell the hook what is newly done.
+    fn add(&self, counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::SeqCst);
+        let scanned = self.scanned.load(Ordering::SeqCst);
+        let done = if self.hashing {
+            scanned.min(self.hashed.load(Ordering::SeqCst))
+        } else {
+            scanned
+        };
+        self.tell(done);
+    }
+
+    /// Tell the hook about bytes up to `done` not told yet (each byte once, whichever thread
+    /// gets there first).
+    fn tell(&self, done: u64) {
+        let before = self.told.fetch_max(done, Ordering::SeqCst);
+        if done > before {
+            self.progress.advance(done - before);
+        }
+    }
+
+    /// After the threads: the whole region is done.
+    fn finish(&self, len: usize) {
+        self.tell(len as u64);
     }
 }
 

@@ -220,6 +220,19 @@ impl FsSource {
         }
         Ok(file.into_parts().0)
     }
+
+    /// [`ShardSource::check`], telling `progress` how far the shard's check got (see
+    /// [`crate::Progress`]).
+    pub fn check_with(
+        &self,
+        name: &str,
+        config: &Config,
+        progress: &dyn crate::Progress,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        let file = self.open(name)?;
+        crate::source::check_file_with(&file, config, self.mode, progress, f)
+    }
 }
 
 impl ShardSource for FsSource {
@@ -240,8 +253,7 @@ impl ShardSource for FsSource {
         config: &Config,
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
-        let file = self.open(name)?;
-        crate::source::check_file(&file, config, self.mode, f)
+        self.check_with(name, config, crate::source::no_progress(), f)
     }
 }
 

@@ -60,8 +60,10 @@ pub mod reference;
 pub mod remote;
 mod report;
 mod rules;
+pub mod sarif;
 mod size;
 mod source;
+pub mod spec;
 pub mod wire;
 pub mod write;
 
@@ -73,7 +75,9 @@ pub use limits::Config;
 pub use names::escape;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
-pub use source::{check_file, check_reader, map, Mapped, ReadMode};
+pub use source::{
+    check_file, check_file_with, check_reader, check_reader_with, map, Mapped, Progress, ReadMode,
+};
 
 /// Validate a whole file held in memory (or memory-mapped) under `config`.
 ///

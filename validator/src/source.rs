@@ -38,6 +38,32 @@ impl ReadMode {
     }
 }
 
+/// A hook told how a check advances through a file, in bytes: for a progress bar (by bytes,
+/// with a rate and an estimate of the time left) over long checks — a deep scan, a hash, a
+/// file read through a pipe.
+///
+/// [`Progress::advance`] is called with the number of bytes newly done; by the time the check
+/// returns, the counts add up to [`Checked::bytes_read`]. A mapped file's deep scan calls it
+/// every [`crate::deep::PROGRESS_STEP`] bytes, from the scanning threads (hence `Sync`); a
+/// read or streamed file after each buffer; a check that does not read the data, once for
+/// the header and once for the rest. The hook must be cheap and must not block: it runs on
+/// the checking threads. Closures `Fn(u64) + Sync` are hooks.
+pub trait Progress: Sync {
+    /// `bytes` more bytes of the file are done.
+    fn advance(&self, bytes: u64);
+}
+
+impl<F: Fn(u64) + Sync> Progress for F {
+    fn advance(&self, bytes: u64) {
+        self(bytes)
+    }
+}
+
+/// The hook of checks nobody watches.
+pub(crate) fn no_progress() -> &'static dyn Progress {
+    &|_: u64| {}
+}
+
 /// A read-only memory map of a file (see [`map`]); derefs to the file's bytes.
 #[derive(Debug)]
 pub struct Mapped(memmap2::Mmap);
@@ -81,14 +107,16 @@ pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Resu
     Ok(got)
 }
 
-/// Feed `checker` from `reader` as far as it wants. With a known length, a reader that ends
-/// early means the file changed while it was read.
+/// Feed `checker` from `reader` as far as it wants, telling `progress` of the bytes it takes.
+/// With a known length, a reader that ends early means the file changed while it was read.
 fn pump<'a, R: Read + ?Sized>(
     mut checker: Checker<'a>,
     reader: &mut R,
     len: Option<u64>,
+    progress: &dyn Progress,
 ) -> Result<Checked<'a>, ReadError> {
     let mut buf = vec![0u8; STREAM_BUFFER_SIZE];
+    let mut told = 0;
     while let Some(want) = checker.wanted() {
         let n = usize::try_from(want).unwrap_or(usize::MAX).min(buf.len());
         let k = read_full(reader, &mut buf[..n])?;
@@ -101,7 +129,10 @@ fn pump<'a, R: Read + ?Sized>(
             }
             break;
         }
-        if checker.feed(&buf[..k]) == Need::Done {
+        let need = checker.feed(&buf[..k]);
+        progress.advance(checker.consumed() - told);
+        told = checker.consumed();
+        if need == Need::Done {
             break;
         }
     }
@@ -124,6 +155,18 @@ pub fn check_file<T>(
     mode: ReadMode,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<T, ReadError> {
+    check_file_with(file, config, mode, no_progress(), f)
+}
+
+/// [`check_file`], telling `progress` how far the check got (see [`Progress`]). The result is
+/// the same.
+pub fn check_file_with<T>(
+    file: &File,
+    config: &Config,
+    mode: ReadMode,
+    progress: &dyn Progress,
+    f: impl FnOnce(Checked<'_>) -> T,
+) -> Result<T, ReadError> {
     let len = file.metadata()?.len();
     match mode {
         ReadMode::Mmap => {
@@ -134,7 +177,7 @@ pub fn check_file<T>(
                     "the file changed size while it was mapped",
                 ));
             }
-            Ok(f(Checker::check_slice(config, &bytes)))
+            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
         }
         ReadMode::Read if config.reference => {
             // The reference crate needs the whole file as one buffer.
@@ -146,18 +189,18 @@ pub fn check_file<T>(
                     "the file changed size while it was read",
                 ));
             }
-            Ok(f(Checker::check_slice(config, &bytes)))
+            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
         }
         ReadMode::Read => {
-            let checked = pump(Checker::new(config).with_len(len), &mut &*file, Some(len))?;
-            Ok(f(checked))
+            let checker = Checker::new(config).with_len(len);
+            Ok(f(pump(checker, &mut &*file, Some(len), progress)?))
         }
         ReadMode::Stream if config.reference => {
             let spilled = spill(&mut &*file, config.max_spill)?;
             let bytes = map(&spilled)?;
-            Ok(f(Checker::check_slice(config, &bytes)))
+            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
         }
-        ReadMode::Stream => Ok(f(pump(Checker::new(config), &mut &*file, None)?)),
+        ReadMode::Stream => Ok(f(pump(Checker::new(config), &mut &*file, None, progress)?)),
     }
 }
 
@@ -165,16 +208,23 @@ pub fn check_file<T>(
 /// the first byte past the data region, so an endless stream ends there. The reference verdict
 /// needs the whole file at once: then the stream is copied to an unlinked temporary file (at
 /// most [`Config::max_spill`] bytes; beyond that it is not checked) and mapped.
-pub fn check_reader<R: Read>(
+pub fn check_reader<R: Read>(reader: R, config: &Config) -> Result<Checked<'static>, ReadError> {
+    check_reader_with(reader, config, no_progress())
+}
+
+/// [`check_reader`], telling `progress` how far the check got (see [`Progress`]). The result
+/// is the same.
+pub fn check_reader_with<R: Read>(
     mut reader: R,
     config: &Config,
+    progress: &dyn Progress,
 ) -> Result<Checked<'static>, ReadError> {
     if config.reference {
         let spilled = spill(&mut reader, config.max_spill)?;
         let bytes = map(&spilled)?;
-        return Ok(Checker::check_slice(config, &bytes).into_owned());
+        return Ok(Checker::check_slice_with(config, &bytes, progress).into_owned());
     }
-    pump(Checker::new(config), &mut reader, None)
+    pump(Checker::new(config), &mut reader, None, progress)
 }
 
 /// Copy `reader` into a new temporary file, unlinked at once so nothing is left behind, of at

@@ -26,8 +26,57 @@ fn tempdir(name: &str) -> PathBuf {
 
 struct Out {
     code: i32,
+    /// Standard output without the text summary line (see `summary`).
     stdout: String,
     stderr: String,
+    /// The text output's last line, `summary: ...`, checked against the exit code.
+    summary: Option<String>,
+}
+
+/// Split the text summary off `stdout` (its last line) and check it against the exit code:
+/// 2 when something could not be checked, else 1 when something is invalid, else 0.
+fn take_summary(stdout: String, code: i32) -> (String, Option<String>) {
+    let body_end = stdout
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let Some(last) = stdout[body_end..].strip_prefix("summary: ") else {
+        return (stdout, None);
+    };
+    let counts = summary_counts(last);
+    let expected = if counts[3] > 0 {
+        2
+    } else if counts[2] > 0 {
+        1
+    } else {
+        0
+    };
+    assert_eq!(code, expected, "exit code and summary disagree: {last}");
+    assert_eq!(counts[0], counts[1] + counts[2] + counts[3], "{last}");
+    let summary = stdout[body_end..].trim_end().to_owned();
+    (stdout[..body_end].to_owned(), Some(summary))
+}
+
+/// The numbers of a summary line: files, valid, invalid, could not be checked.
+fn summary_counts(line: &str) -> [u64; 4] {
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .filter(|w| !w.is_empty() && !w.contains('.'))
+        .map(|w| w.parse().expect("a count"))
+        .collect();
+    assert_eq!(numbers.len(), 4, "summary line {line:?}");
+    [numbers[0], numbers[1], numbers[2], numbers[3]]
+}
+
+/// `(1.23 s)` at the end of a summary line as `(ELAPSED s)`, for golden files.
+fn stable(stdout: &str) -> String {
+    stdout
+        .lines()
+        .map(|l| match (l.starts_with("summary: "), l.rfind(" (")) {
+            (true, Some(i)) if l.ends_with(" s)") => format!("{} (ELAPSED s)\n", &l[..i]),
+            _ => format!("{l}\n"),
+        })
+        .collect()
 }
 
 fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Out {
@@ -49,10 +98,14 @@ fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Out {
         let _ = w.write_all(bytes);
     }
     let out = child.wait_with_output().expect("wait for stcheck");
+    let code = out.status.code().expect("exited normally, not by a signal");
+    let (stdout, summary) =
+        take_summary(String::from_utf8(out.stdout).expect("UTF-8 stdout"), code);
     Out {
-        code: out.status.code().expect("exited normally, not by a signal"),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        code,
+        stdout,
         stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+        summary,
     }
 }
 
@@ -421,17 +474,20 @@ fn unreadable_paths_are_io_errors_not_verdicts() {
     fs::write(dir.join("v.safetensors"), valid_file()).expect("write");
     let out = run_in(&dir, &["missing.safetensors", "v.safetensors"], None);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.starts_with("stcheck: missing.safetensors: "),
-        "{}",
-        out.stderr
+    // On stdout, so that stdout alone is the whole report; repeated on stderr.
+    assert_eq!(
+        out.stdout,
+        "missing.safetensors: not checked: No such file or directory (os error 2)\n\
+         v.safetensors: ok (2 tensors, 7 parameters; F16 4, BF16 3)\n"
     );
-    assert!(
-        !out.stdout.contains("missing.safetensors"),
-        "{}",
-        out.stdout
+    assert_eq!(
+        out.stderr,
+        "stcheck: missing.safetensors: No such file or directory (os error 2)\n"
     );
-    assert!(out.stdout.contains("v.safetensors: ok"));
+    assert_eq!(
+        summary_counts(out.summary.as_deref().unwrap_or("")),
+        [2, 1, 0, 1]
+    );
     // A device is not a regular file: not checked, never opened.
     let out = run_in(&dir, &["--json", "/dev/null"], None);
     assert_eq!(out.code, 2);
@@ -997,4 +1053,464 @@ fn portable_profile_rejects_misreadings_and_reports_refusals() {
     assert_eq!(v["error"]["rule"], "PORTABLE-NAME");
     assert_eq!(v["portable"]["portable"], false);
     assert_eq!(v["portable"]["findings"][0]["reader"], "hub-js");
+}
+
+// ---- What a person and a CI job see (issue 15): summary, quiet, grep, SARIF, explain ----
+
+/// The mixed directory, a path that does not exist and a device, in one text run.
+#[cfg(unix)]
+#[test]
+fn summary_line_golden() {
+    let dir = tempdir("summary");
+    write_mixed_dir(&dir.join("models"));
+    let out = run_in(&dir, &["models", "missing.safetensors", "/dev/null"], None);
+    assert_eq!(out.code, 2);
+    let summary = out.summary.clone().expect("a summary line");
+    assert_eq!(summary_counts(&summary), [10, 2, 6, 2]);
+    golden(
+        "summary.txt",
+        &stable(&format!("{}{summary}\n", out.stdout)),
+    );
+    // Every run in text form ends with one, even a run of nothing but valid files.
+    let out = run_in(&dir, &["models/valid.safetensors"], None);
+    assert_eq!(
+        out.summary.as_deref().map(summary_counts),
+        Some([1, 1, 0, 0])
+    );
+    assert!(out
+        .summary
+        .is_some_and(|s| s.starts_with("summary: 1 file: ")));
+}
+
+#[cfg(unix)]
+#[test]
+fn quiet_prints_only_failures_golden() {
+    let dir = tempdir("quiet");
+    write_mixed_dir(&dir.join("models"));
+    for set in ["good-set", "bad-set"] {
+        fs::create_dir_all(dir.join(set)).expect("mkdir");
+        write_good_set(&dir.join(set));
+    }
+    fs::write(dir.join("bad-set/m-2.safetensors"), [0u8; 4]).expect("write");
+    let out = run_in(
+        &dir,
+        &["-q", "models", "good-set", "bad-set", "missing.safetensors"],
+        None,
+    );
+    assert_eq!(out.code, 2);
+    let all = format!(
+        "{}{}\n",
+        out.stdout,
+        out.summary.clone().unwrap_or_default()
+    );
+    golden("quiet.txt", &stable(&all));
+    // Nothing valid is listed: no valid file, no valid set, no valid shard of an invalid set;
+    // every failure is.
+    assert!(!out.stdout.contains(": ok"), "{}", out.stdout);
+    assert_eq!(out.stdout.matches(": error ").count(), 8, "{}", out.stdout);
+    assert!(out
+        .stdout
+        .contains("shard bad-set/m-2.safetensors: error FRAME-SHORT"));
+    assert!(out.stdout.contains("missing.safetensors: not checked: "));
+    assert_eq!(
+        summary_counts(&out.summary.unwrap_or_default()),
+        [11, 3, 7, 1]
+    );
+    // All valid: only the summary.
+    let out = run_in(
+        &dir,
+        &["--quiet", "good-set", "models/valid.safetensors"],
+        None,
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""));
+    assert_eq!(
+        out.summary.as_deref().map(summary_counts),
+        Some([2, 2, 0, 0])
+    );
+}
+
+/// `grep -v ': ok'` keeps exactly the failures, the warnings and the summary, also with the
+/// deep scan and the hash (which stay on the `ok` line).
+#[test]
+fn failures_only_filter_survives_deep_and_sha256() {
+    let dir = tempdir("grep");
+    write_mixed_dir(&dir.join("models"));
+    let out = run_in(&dir, &["--deep", "--sha256", "models"], None);
+    assert_eq!(out.code, 1);
+    let valid = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("models/valid.safetensors: ok ("))
+        .expect("the valid file's line");
+    assert!(
+        valid.contains("; deep: 14 data bytes scanned, no NaN or infinity; sha256 "),
+        "{valid}"
+    );
+    let kept: Vec<&str> = out.stdout.lines().filter(|l| !l.contains(": ok")).collect();
+    assert_eq!(kept.len(), 7, "{kept:#?}");
+    for line in kept {
+        assert!(
+            line.contains(": error ") || line.starts_with("  warning "),
+            "a line that is neither a failure nor a warning survives the filter: {line}"
+        );
+    }
+}
+
+#[test]
+fn deny_and_allow_one_warning() {
+    let dir = tempdir("deny-allow");
+    write_mixed_dir(&dir);
+    // warn.safetensors has one warning, FRAME-ALIGN.
+    let out = run_in(&dir, &["--deny", "FRAME-ALIGN", "warn.safetensors"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out
+        .stdout
+        .starts_with("warn.safetensors: error FRAME-ALIGN: "));
+    // Denying another warning leaves this one a warning.
+    let out = run_in(&dir, &["--deny", "LAYOUT-ALIGN", "warn.safetensors"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("\n  warning FRAME-ALIGN: "));
+    // Allowed: not reported, also not by --deny-warnings; JSON counts agree.
+    let out = run_in(&dir, &["--allow", "frame-align", "warn.safetensors"], None);
+    assert_eq!(out.code, 0);
+    assert!(!out.stdout.contains("warning"), "{}", out.stdout);
+    let out = run_in(
+        &dir,
+        &[
+            "--json",
+            "--allow",
+            "FRAME-ALIGN",
+            "--deny-warnings",
+            "warn.safetensors",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let v = &json_lines(&out.stdout)[0];
+    assert_eq!(v["data"]["warnings"], Value::Array(Vec::new()));
+    assert_eq!(v["data"]["warning_counts"], serde_json::json!({}));
+    // Errors cannot be allowed; unknown rules are usage errors naming the near ones.
+    let out = run_in(&dir, &["--allow", "LAYOUT-GAP", "warn.safetensors"], None);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("LAYOUT-GAP is an error, and errors cannot be allowed"),
+        "{}",
+        out.stderr
+    );
+    let out = run_in(&dir, &["--deny", "FRAME-ALLIGN", "warn.safetensors"], None);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "stcheck: --deny: no rule \"FRAME-ALLIGN\"; did you mean FRAME-ALIGN?\n"
+    );
+    assert_eq!(out.stdout, "");
+}
+
+/// The text of `### ID` in SPEC.md, read here on its own: the heading to the next heading.
+fn spec_section(spec: &str, id: &str) -> String {
+    let start = spec
+        .find(&format!("\n### {id}\n"))
+        .unwrap_or_else(|| panic!("SPEC.md has no section {id}"))
+        + 1;
+    let rest = &spec[start..];
+    let end = rest[1..].find("\n#").map_or(rest.len(), |i| i + 2);
+    rest[..end].trim_end().to_owned()
+}
+
+#[test]
+fn explain_prints_spec_text_for_every_rule_golden() {
+    let dir = tempdir("explain");
+    let spec = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../SPEC.md"))
+        .expect("SPEC.md");
+    let mut all = String::new();
+    for rule in stcheck::Rule::ALL {
+        let out = run_in(&dir, &["--explain", rule.id()], None);
+        assert_eq!(out.code, 0, "{rule}: {}", out.stderr);
+        assert_eq!(
+            out.stdout,
+            format!("{}\n", spec_section(&spec, rule.id())),
+            "--explain {rule} is not SPEC.md's text (rebuild after editing SPEC.md)"
+        );
+        assert!(out.stdout.contains("- Rationale: "), "{rule}");
+        all.push_str(&format!("$ stcheck --explain {rule}\n{}\n", out.stdout));
+    }
+    golden("explain.txt", &all);
+    // Any case; an unknown rule is a usage error that names the near ones.
+    let lower = run_in(&dir, &["--explain", "data-bool"], None);
+    assert_eq!(
+        lower.stdout,
+        run_in(&dir, &["--explain", "DATA-BOOL"], None).stdout
+    );
+    let out = run_in(&dir, &["--explain", "LAYOUT-GAPS"], None);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "stcheck: --explain: no rule \"LAYOUT-GAPS\"; did you mean LAYOUT-GAP?\n"
+    );
+    let out = run_in(&dir, &["--explain", "NAME-"], None);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.starts_with(
+            "stcheck: --explain: no rule \"NAME-\"; did you mean one of NAME-CONTROL, NAME-EMPTY, "
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn help_documents_output_formats_progress_and_controls() {
+    let out = run_in(&tempdir("help"), &["--help"], None);
+    for needle in [
+        "--format text|json|sarif",
+        "-q, --quiet",
+        "--progress",
+        "--no-progress",
+        "--explain RULE",
+        "--deny RULE",
+        "--allow RULE",
+        "summary: 3 files: 1 valid, 1 invalid, 1 could not be checked",
+        "grep -v ': ok'",
+    ] {
+        assert!(out.stdout.contains(needle), "help lacks {needle:?}");
+    }
+}
+
+/// The SARIF 2.1.0 schema committed under docs/ (see docs/sarif.md for where it came from).
+fn sarif_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/sarif-schema-2.1.0.json");
+    let text = fs::read_to_string(path).expect("the schema");
+    // A known erratum of the published file: the two `language` patterns,
+    // `^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$`, have a stray `]`, which the validator's check
+    // of the schema itself refuses. stcheck writes no `language`; the pattern is replaced, in
+    // memory only, by the one the SARIF SDK's own copy has, and everything else is checked as
+    // published.
+    const BROKEN: &str = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    assert_eq!(
+        text.matches(BROKEN).count(),
+        2,
+        "the schema changed: review this patch"
+    );
+    let text = text.replace(BROKEN, r#""^[a-zA-Z]{2}(-[a-zA-Z]{2})?$""#);
+    let schema: Value = serde_json::from_str(&text).expect("JSON");
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .expect("the schema compiles")
+}
+
+#[track_caller]
+fn assert_schema_valid(log: &Value) {
+    let errors: Vec<String> = sarif_validator()
+        .iter_errors(log)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid SARIF 2.1.0:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// A tree with one of everything: the mixed directory, a sharded set with an invalid and a
+/// missing shard and an unlisted tensor, a name that is not UTF-8 and a dangling link.
+#[cfg(unix)]
+fn write_sarif_tree(dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    write_mixed_dir(&dir.join("models"));
+    let set = dir.join("set");
+    fs::create_dir_all(&set).expect("mkdir");
+    write_good_set(&set);
+    fs::write(set.join("m-2.safetensors"), [0u8; 4]).expect("write");
+    fs::write(
+        set.join("m.safetensors.index.json"),
+        r#"{"weight_map":{"a":"m-1.safetensors","c":"m-2.safetensors","x":"gone.safetensors"}}"#,
+    )
+    .expect("write");
+    let odd = std::ffi::OsStr::from_bytes(b"odd \xfd.safetensors");
+    fs::write(dir.join("models").join(odd), [1u8, 2, 3]).expect("write");
+    std::os::unix::fs::symlink(
+        "/nonexistent/stcheck-target",
+        dir.join("models/dangling.safetensors"),
+    )
+    .expect("symlink");
+}
+
+/// (rule, level, offset) of every finding of a `--json` run: one SARIF result each.
+fn findings_of_json(lines: &[Value]) -> Vec<(String, String, u64)> {
+    let mut out = Vec::new();
+    let file = |d: &Value, out: &mut Vec<(String, String, u64)>| {
+        let f = |x: &Value, level: &str| {
+            (
+                x["rule"].as_str().unwrap_or("").to_owned(),
+                level.to_owned(),
+                x["offset"].as_u64().unwrap_or(u64::MAX),
+            )
+        };
+        if d["error"].is_object() {
+            out.push(f(&d["error"], "error"));
+        }
+        for w in d["warnings"].as_array().into_iter().flatten() {
+            out.push(f(w, "warning"));
+        }
+        for e in d["errors"].as_array().into_iter().flatten() {
+            out.push(f(e, "error"));
+        }
+    };
+    for v in lines {
+        match v["type"].as_str() {
+            Some("file") => file(&v["data"], &mut out),
+            Some("index") => {
+                file(&v["data"], &mut out);
+                for s in v["data"]["shards"].as_array().into_iter().flatten() {
+                    if s["status"] != "missing" {
+                        file(s, &mut out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(unix)]
+#[test]
+fn sarif_golden_schema_valid_one_result_per_finding() {
+    let dir = tempdir("sarif");
+    write_sarif_tree(&dir);
+    let args = ["models", "set", "missing.safetensors", "/dev/null"];
+    let out = run_in(&dir, &[&["--format", "sarif"][..], &args].concat(), None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let log: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    assert_schema_valid(&log);
+    let run = &log["runs"][0];
+
+    // One result per finding, the same as the JSON Lines output's.
+    let json = run_in(&dir, &[&["--json"][..], &args].concat(), None);
+    let mut results: Vec<(String, String, u64)> = run["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                r["ruleId"].as_str().unwrap_or("").to_owned(),
+                r["level"].as_str().unwrap_or("").to_owned(),
+                r["locations"][0]["physicalLocation"]["region"]["byteOffset"]
+                    .as_u64()
+                    .unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    results.sort();
+    assert_eq!(results, findings_of_json(&json_lines(&json.stdout)));
+
+    // Rule IDs index the driver's rules, which are every rule of SPEC.md in order.
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+    let all: Vec<&str> = stcheck::Rule::ALL.iter().map(|r| r.id()).collect();
+    assert_eq!(ids, all);
+    for r in run["results"].as_array().into_iter().flatten() {
+        let i = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(rules[i]["id"], r["ruleId"]);
+    }
+    let gap = &rules[all.iter().position(|&r| r == "LAYOUT-GAP").unwrap_or(0)];
+    assert_eq!(gap["defaultConfiguration"]["level"], "error");
+    assert!(gap["fullDescription"]["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("Sorted by (begin, end), the tensors MUST tile")));
+    let align = &rules[all.iter().position(|&r| r == "LAYOUT-ALIGN").unwrap_or(0)];
+    assert_eq!(align["defaultConfiguration"]["level"], "warning");
+
+    // Locations: relative to %SRCROOT%, bytes that are not UTF-8 percent-encoded; a shard's
+    // own error is a related location of INDEX-SHARD-INVALID.
+    let uris: Vec<&str> = run["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"models/odd%20%FD.safetensors"), "{uris:?}");
+    assert!(uris.contains(&"set/m-2.safetensors"), "{uris:?}");
+    let invalid_shard = run["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["ruleId"] == "INDEX-SHARD-INVALID")
+        .expect("INDEX-SHARD-INVALID");
+    assert_eq!(
+        invalid_shard["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "set/m.safetensors.index.json"
+    );
+    let related = &invalid_shard["relatedLocations"][0]["physicalLocation"];
+    assert_eq!(related["artifactLocation"]["uri"], "set/m-2.safetensors");
+    assert_eq!(related["region"]["byteOffset"], 0);
+
+    // What could not be checked: notifications, and the run did not succeed.
+    let inv = &run["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    assert_eq!(inv["exitCode"], 2);
+    let reasons: Vec<&str> = inv["toolExecutionNotifications"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["descriptor"]["id"].as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        vec!["dangling_link", "not_found", "not_regular_file"]
+    );
+
+    // The golden log, with the working directory, the repository's address and the rules'
+    // SPEC.md text left out.
+    let driver = &run["tool"]["driver"];
+    assert_eq!(driver["informationUri"], env!("CARGO_PKG_REPOSITORY"));
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+    let mut stable = log.clone();
+    stable["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] = "file:///WORKDIR/".into();
+    stable["runs"][0]["tool"]["driver"]["rules"] = ids.into();
+    stable["runs"][0]["tool"]["driver"]["informationUri"] = "REPOSITORY".into();
+    golden(
+        "sarif.json",
+        &format!("{}\n", serde_json::to_string_pretty(&stable).expect("JSON")),
+    );
+}
+
+#[test]
+fn sarif_of_valid_files_and_stdin() {
+    let dir = tempdir("sarif-valid");
+    write_mixed_dir(&dir);
+    let out = run_in(&dir, &["--format", "sarif", "valid.safetensors"], None);
+    assert_eq!(out.code, 0);
+    let log: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_schema_valid(&log);
+    assert_eq!(log["runs"][0]["results"], Value::Array(Vec::new()));
+    assert_eq!(
+        log["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+    // Standard input has no file to point at: its results have no location.
+    let out = run_in(&dir, &["--format=sarif", "-"], Some(&[1, 2, 3]));
+    assert_eq!(out.code, 1);
+    let log: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_schema_valid(&log);
+    assert_eq!(log["runs"][0]["results"][0]["ruleId"], "FRAME-SHORT");
+    assert_eq!(
+        log["runs"][0]["results"][0]["locations"],
+        Value::Array(Vec::new())
+    );
+    // The schema check itself rejects what is not SARIF: an unknown level, a location that is
+    // not a URI reference.
+    let mut broken = log.clone();
+    broken["runs"][0]["results"][0]["level"] = "fatal".into();
+    assert!(!sarif_validator().is_valid(&broken));
+    let mut broken = log.clone();
+    broken["runs"][0]["results"][0]["locations"] =
+        serde_json::json!([{"physicalLocation": {"artifactLocation": {"uri": "a b"}}}]);
+    assert!(!sarif_validator().is_valid(&broken));
+    broken["runs"][0]["results"][0]["locations"] =
+        serde_json::json!([{"physicalLocation": {"artifactLocation": {"uri": "a%20b"}}}]);
+    assert!(sarif_validator().is_valid(&broken));
 }

@@ -3,13 +3,15 @@
 
 use std::ffi::OsString;
 
+use stcheck::spec::{near_rules, rule_from_id_any_case};
 use stcheck::wire::Profile;
-use stcheck::{Config, ReadMode};
+use stcheck::{Config, ReadMode, Rule, Severity};
 
 pub(crate) const HELP: &str = "\
 stcheck: a strict validator for safetensors files
 
 Usage: stcheck [OPTIONS] PATH...
+       stcheck --explain RULE
 
 Each PATH is a file, a directory (walked recursively for *.safetensors and
 *.safetensors.index.json files), '-' for one file on standard input, or a URL
@@ -20,10 +22,17 @@ the server; --deep and --sha256 stream the body once. A
 *.safetensors.index.json file or URL is checked together with the shards it
 names.
 
-Output (stdout): one line per file, `path: ok (...)` or `path: error RULE-ID: ...`,
-warnings indented below; `path: not checked: reason` for a path that could not
-be checked. Error lines about unreadable paths go to stderr as
-`stcheck: path: message`.
+Output (stdout, text): one line per file, then a summary line:
+  path: ok (3 tensors, 25 parameters; U8 16, F16 9)
+  path: error RULE-ID: tensor \"name\": message (at offset 0x4b)
+  path: not checked: reason
+  summary: 3 files: 1 valid, 1 invalid, 1 could not be checked (0.02 s)
+Warnings of a valid file follow it, indented (`  warning RULE-ID: ...`); the
+deep scan and the hash are on the file's own line (`...; deep: N data bytes
+scanned, no NaN or infinity; sha256 HEX`), so `grep -v ': ok'` keeps exactly the
+failures, the warnings and the summary (-v and --compare-reference add lines). A sharded set's shards follow its line,
+indented (`  shard dir/name: ...`). Everything needed to judge the run is on
+stdout; errors reading a path are repeated on stderr as `stcheck: path: message`.
 
 Fail closed: the run succeeds only if every path that looks like a checkpoint
 was checked and is valid. What could not be checked is never valid and fails the
@@ -39,9 +48,19 @@ directory PATH is not checked. A shard link must stay inside the directory PATH
 the index was found under (the index's directory for an index named directly).
 
 Options:
-      --json                   JSON Lines on stdout: one {\"type\":...,\"data\":...} object
-                               per file, index and a final summary (docs/json-output.md)
+      --format text|json|sarif
+                               text (default): the lines above;
+                               json: JSON Lines, one {\"type\":...,\"data\":...} object
+                               per file, index and a final summary (docs/json-output.md);
+                               sarif: one SARIF 2.1.0 log for code scanning (docs/sarif.md)
+      --json                   the same as --format json
+  -q, --quiet                  text: print only what failed (invalid files and sets, paths
+                               not checked) and the summary
   -v, --verbose                list every tensor
+      --progress               always draw the progress bar on stderr
+      --no-progress            never draw it (default: drawn when stderr is a terminal;
+                               by bytes, with rate and time left, for --deep and --sha256,
+                               else by files; never on stdout)
   -j, --jobs N                 check N files in parallel (default: the number of cores);
                                output keeps the input order
       --no-mmap                read files instead of memory-mapping them (safer for files
@@ -69,7 +88,10 @@ Options:
                                file (an unsupported dtype, say) also rejects it
       --compare-reference      also report the reference crate's verdict, and how it
                                differs from the strict one
-      --deny-warnings          treat every warning as an error
+      --deny RULE              make the warning RULE an error (repeat, or RULE,RULE)
+      --allow RULE             do not report the warning RULE (repeat, or RULE,RULE);
+                               an error rule cannot be allowed
+      --deny-warnings          treat every warning as an error (except those --allow hides)
       --max-header-size BYTES  reject headers longer than BYTES (default 100000000)
       --max-warnings-per-rule N
                                show at most N warnings of each rule per file, the first
@@ -84,6 +106,8 @@ Options:
                                another); never printed
       --ca-file PEM            trust these certificates for https URLs instead of the
                                built-in roots
+      --explain RULE           print the rule's text from SPEC.md (statement, rationale,
+                               the reference's behaviour) and exit
   -h, --help                   print this help
   -V, --version                print the version
 
@@ -96,10 +120,29 @@ Exit codes:
 A closed output pipe ends the run quietly, with the status of the files checked so far.
 ";
 
+/// The output form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Json,
+    Sarif,
+}
+
+/// Whether the progress bar is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProgressMode {
+    /// When standard error is a terminal.
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
     pub(crate) paths: Vec<OsString>,
-    pub(crate) json: bool,
+    pub(crate) format: Format,
+    pub(crate) quiet: bool,
+    pub(crate) progress: ProgressMode,
     pub(crate) verbose: bool,
     pub(crate) jobs: usize,
     pub(crate) mode: ReadMode,
@@ -129,6 +172,7 @@ impl Options {
 #[derive(Debug)]
 pub(crate) enum Command {
     Run(Box<Options>),
+    Explain(Rule),
     Help,
     Version,
 }
@@ -141,7 +185,9 @@ fn default_jobs() -> usize {
 pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
     let mut o = Options {
         paths: Vec::new(),
-        json: false,
+        format: Format::Text,
+        quiet: false,
+        progress: ProgressMode::Auto,
         verbose: false,
         jobs: default_jobs(),
         mode: ReadMode::Mmap,
@@ -199,6 +245,10 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 | "--max-warnings-per-rule"
                 | "--header"
                 | "--ca-file"
+                | "--format"
+                | "--deny"
+                | "--allow"
+                | "--explain"
         );
         if inline.is_some() && !takes_value {
             return Err(format!("{name} takes no value"));
@@ -207,7 +257,46 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--" => only_paths = true,
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
-            "--json" => o.json = true,
+            "--json" => o.format = Format::Json,
+            "--format" => {
+                let v = value("text, json or sarif")?;
+                o.format = match v.as_str() {
+                    "text" => Format::Text,
+                    "json" => Format::Json,
+                    "sarif" => Format::Sarif,
+                    _ => return Err(format!("--format: {v:?} is not text, json or sarif")),
+                };
+            }
+            "-q" | "--quiet" => o.quiet = true,
+            "--progress" => o.progress = ProgressMode::Always,
+            "--no-progress" => o.progress = ProgressMode::Never,
+            "--explain" => {
+                let v = value("a rule ID")?;
+                return Ok(Command::Explain(rule_arg("--explain", &v)?));
+            }
+            "--deny" => {
+                for id in value("a rule ID")?.split(',') {
+                    let rule = rule_arg("--deny", id)?;
+                    if !o.config.deny.contains(&rule) {
+                        o.config.deny.push(rule);
+                    }
+                }
+            }
+            "--allow" => {
+                for id in value("a rule ID")?.split(',') {
+                    let rule = rule_arg("--allow", id)?;
+                    if rule.severity() == Severity::Error {
+                        return Err(format!(
+                            "--allow {rule}: {rule} is an error, and errors cannot be allowed \
+                             (a gate's verdict stays a gate's verdict); only warnings can be \
+                             hidden"
+                        ));
+                    }
+                    if !o.config.allow.contains(&rule) {
+                        o.config.allow.push(rule);
+                    }
+                }
+            }
             "-v" | "--verbose" => o.verbose = true,
             "--no-mmap" => no_mmap = true,
             "--stream" => stream = true,
@@ -312,6 +401,19 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     if o.config.reads_data() && o.profile == Profile::Reference {
         return Err("--deep, --sha256 and --deny-nonfinite need the strict profile".to_owned());
     }
+    if let Some(r) = o.config.allow.iter().find(|r| o.config.deny.contains(r)) {
+        return Err(format!("--allow {r} and --deny {r} exclude each other"));
+    }
+    if o.config.deny_nonfinite && o.config.allow.contains(&Rule::DataNonFinite) {
+        return Err("--allow DATA-NONFINITE and --deny-nonfinite exclude each other".to_owned());
+    }
+    if o.format == Format::Sarif && o.profile == Profile::Reference {
+        return Err(
+            "--format sarif needs the strict profile: SARIF results name the rules of SPEC.md, \
+             and the reference profile's verdicts have none (use --compare-reference)"
+                .to_owned(),
+        );
+    }
     if o.paths.is_empty() {
         return Err("no PATH given (see --help)".to_owned());
     }
@@ -319,6 +421,26 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         return Err("'-' (standard input) can be given only once".to_owned());
     }
     Ok(Command::Run(Box::new(o)))
+}
+
+/// The rule named by `id` (in any case) for `option`, or a usage error naming the rules near it.
+fn rule_arg(option: &str, id: &str) -> Result<Rule, String> {
+    let id = id.trim();
+    if let Some(rule) = rule_from_id_any_case(id) {
+        return Ok(rule);
+    }
+    let near: Vec<&str> = near_rules(id).iter().map(|r| r.id()).collect();
+    Err(match near.as_slice() {
+        [] => format!(
+            "{option}: no rule {id:?} (the rule IDs are in SPEC.md, section 4, and in \
+             --format sarif's rule list)"
+        ),
+        [one] => format!("{option}: no rule {id:?}; did you mean {one}?"),
+        many => format!(
+            "{option}: no rule {id:?}; did you mean one of {}?",
+            many.join(", ")
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -344,7 +466,7 @@ mod tests {
     fn double_dash_ends_options() {
         assert_eq!(run(&["-j4", "a"]).expect("valid arguments").jobs, 4);
         let o = run(&["--", "--json"]).expect("valid arguments");
-        assert!(!o.json);
+        assert_eq!(o.format, Format::Text);
         assert_eq!(o.paths, vec![OsString::from("--json")]);
     }
 
@@ -357,5 +479,56 @@ mod tests {
         assert!(run(&[]).is_err());
         assert!(run(&["-", "-"]).is_err());
         assert!(run(&["--stream", "--no-mmap", "a"]).is_err());
+        assert!(run(&["--format", "xml", "a"]).is_err());
+        assert!(run(&["--format", "sarif", "--profile", "reference", "a"]).is_err());
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(run(&["--json", "a"]).map(|o| o.format), Ok(Format::Json));
+        assert_eq!(
+            run(&["--format=sarif", "a"]).map(|o| o.format),
+            Ok(Format::Sarif)
+        );
+        assert_eq!(
+            run(&["--format", "text", "a"]).map(|o| o.format),
+            Ok(Format::Text)
+        );
+        assert_eq!(
+            run(&["--no-progress", "a"]).map(|o| o.progress),
+            Ok(ProgressMode::Never)
+        );
+    }
+
+    #[test]
+    fn warning_controls() {
+        let o = run(&[
+            "--deny",
+            "LAYOUT-ALIGN,name-path",
+            "--allow",
+            "FRAME-ALIGN",
+            "a",
+        ])
+        .expect("valid arguments");
+        assert_eq!(o.config.deny, vec![Rule::LayoutAlign, Rule::NamePath]);
+        assert_eq!(o.config.allow, vec![Rule::FrameAlign]);
+        let e = run(&["--allow", "LAYOUT-GAP", "a"]).expect_err("an error rule");
+        assert!(e.contains("LAYOUT-GAP is an error"), "{e}");
+        let e = run(&["--deny", "LAYOUT-ALIGNN", "a"]).expect_err("no such rule");
+        assert!(e.ends_with("did you mean LAYOUT-ALIGN?"), "{e}");
+        let e = run(&["--deny", "NAME", "a"]).expect_err("no such rule");
+        assert!(e.contains("NAME-CONTROL, NAME-EMPTY"), "{e}");
+        assert!(run(&["--deny", "NAME-PATH", "--allow", "NAME-PATH", "a"]).is_err());
+        assert!(run(&["--deny-nonfinite", "--allow", "DATA-NONFINITE", "a"]).is_err());
+    }
+
+    #[test]
+    fn explain() {
+        match parse(["--explain", "layout-gap"].map(OsString::from)) {
+            Ok(Command::Explain(r)) => assert_eq!(r, Rule::LayoutGap),
+            other => panic!("{other:?}"),
+        }
+        let e = parse(["--explain", "LAYOUT-GAPS"].map(OsString::from)).expect_err("unknown");
+        assert!(e.contains("did you mean LAYOUT-GAP?"), "{e}");
     }
 }

@@ -8,8 +8,8 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
-use stcheck::index::{self, FsSource, IndexReport, ShardOutcome};
-use stcheck::{Checked, Config, ReadError};
+use stcheck::index::{self, FsSource, IndexReport, ShardOutcome, ShardSource};
+use stcheck::{Checked, Config, Progress, ReadError};
 
 use super::args::Options;
 use super::input::Job;
@@ -19,16 +19,20 @@ pub(crate) fn file<T>(
     path: &Path,
     config: &Config,
     o: &Options,
+    progress: &dyn Progress,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<T, ReadError> {
     let file = stcheck::fs::open_regular(path).map_err(|e| ReadError::from(e).with_path(path))?;
-    stcheck::check_file(file.file(), config, o.mode, f)
+    stcheck::check_file_with(file.file(), config, o.mode, progress, f)
 }
 
 /// Check standard input (always one forward pass; a copy to a temporary file when the
 /// reference verdict needs the whole file).
-pub(crate) fn stdin(config: &Config) -> Result<Checked<'static>, ReadError> {
-    stcheck::check_reader(std::io::stdin().lock(), config)
+pub(crate) fn stdin(
+    config: &Config,
+    progress: &dyn Progress,
+) -> Result<Checked<'static>, ReadError> {
+    stcheck::check_reader_with(std::io::stdin().lock(), config, progress)
 }
 
 /// Read an index file: at most one byte past the limit (a longer index is rejected without
@@ -57,55 +61,122 @@ fn source(path: &Path, root: Option<&Path>, o: &Options) -> FsSource {
     }
 }
 
+/// The shards of an index on the file system, each check telling the job's progress hook.
+struct Watched<'p> {
+    source: FsSource,
+    progress: &'p dyn Progress,
+}
+
+impl ShardSource for Watched<'_> {
+    fn list(&self) -> Result<Vec<String>, ReadError> {
+        self.source.list()
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        self.source.check_with(name, config, self.progress, f)
+    }
+}
+
 /// Check a sharded checkpoint, handing each shard's outcome to `on_shard` as it comes.
 pub(crate) fn index(
     path: &Path,
     root: Option<&Path>,
     config: &Config,
     o: &Options,
+    progress: &dyn Progress,
     on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
 ) -> Result<IndexReport, ReadError> {
     let bytes = read_index(path, config)?;
-    index::check_index_with(&bytes, &source(path, root, o), config, on_shard)
+    let source = Watched {
+        source: source(path, root, o),
+        progress,
+    };
+    index::check_index_with(&bytes, &source, config, on_shard)
 }
 
-/// The (device, inode) of a path's file, following links.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// The (device, inode) of a path's file, following links, and its length.
+fn identity(path: &Path) -> Option<((u64, u64), u64)> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| ((m.dev(), m.ino()), m.len()))
+}
+
+/// The jobs to run, with the bytes each is expected to read (for the progress bar by bytes):
+/// a file's size, the sum of an index's shards, 0 for what is not read; and `None` as the total
+/// when standard input is among them.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) jobs: Vec<Job>,
+    pub(crate) bytes: Vec<u64>,
+    pub(crate) total_bytes: Option<u64>,
 }
 
 /// A file met both as a shard of an index and on its own is read once: as part of the index.
-/// Drops the file jobs whose file an index job names as a shard.
-pub(crate) fn fold_shards(jobs: Vec<Job>, o: &Options) -> Vec<Job> {
-    if !jobs.iter().any(|j| matches!(j, Job::File(_))) {
-        return jobs;
-    }
+/// Drops the file jobs whose file an index job names as a shard, and sizes the jobs (the
+/// shards of an index only when `size_shards`: the progress bar counts bytes).
+pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
+    let read_indexes = size_shards || jobs.iter().any(|j| matches!(j, Job::File(_)));
     let mut shards: HashSet<(u64, u64)> = HashSet::new();
+    let mut index_bytes: Vec<u64> = Vec::new();
     for job in &jobs {
         let Job::Index(path, root) = job else {
             continue;
         };
-        let Ok(bytes) = read_index(path, &o.config) else {
+        let mut sum = 0u64;
+        if !read_indexes {
+            index_bytes.push(sum);
             continue;
-        };
-        let src = source(path, root.as_deref(), o);
-        for name in index::shard_names(&bytes, &o.config) {
-            // A shard the index cannot open is reported there; a file of the walk that the
-            // index cannot reach stays a job of its own.
-            if let Ok((shard, _)) = src.resolve(&name) {
-                if let Some(id) = identity(&shard) {
-                    shards.insert(id);
+        }
+        if let Ok(bytes) = read_index(path, &o.config) {
+            let src = source(path, root.as_deref(), o);
+            let mut seen = HashSet::new();
+            for name in index::shard_names(&bytes, &o.config) {
+                // A shard the index cannot open is reported there; a file of the walk that the
+                // index cannot reach stays a job of its own.
+                if let Ok((shard, _)) = src.resolve(&name) {
+                    if let Some((id, len)) = identity(&shard) {
+                        shards.insert(id);
+                        if seen.insert(id) {
+                            sum = sum.saturating_add(len);
+                        }
+                    }
                 }
             }
         }
+        index_bytes.push(sum);
     }
-    if shards.is_empty() {
-        return jobs;
+    let mut index_bytes = index_bytes.into_iter();
+    let mut total = Some(0u64);
+    let mut sized = Vec::with_capacity(jobs.len());
+    let mut bytes = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let n = match &job {
+            Job::File(path) => match identity(path) {
+                Some((id, _)) if shards.contains(&id) => continue,
+                Some((_, len)) => len,
+                None => 0,
+            },
+            Job::Index(..) => index_bytes.next().unwrap_or(0),
+            Job::Stdin => {
+                total = None;
+                0
+            }
+            // A URL's length is known only once it is checked (and the remote source has no
+            // progress hook yet): it adds nothing to the bar's total.
+            Job::Url(_) | Job::NotChecked(..) | Job::WalkError(..) => 0,
+        };
+        total = total.map(|t| t.saturating_add(n));
+        sized.push(job);
+        bytes.push(n);
     }
-    jobs.into_iter()
-        .filter(|job| match job {
-            Job::File(path) => identity(path).is_none_or(|id| !shards.contains(&id)),
-            _ => true,
-        })
-        .collect()
+    Plan {
+        jobs: sized,
+        bytes,
+        total_bytes: total,
+    }
 }

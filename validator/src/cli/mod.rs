@@ -1,36 +1,25 @@
 //! The `stcheck` command line: files, directories, sharded checkpoints, standard input.
 //!
 //! Exit codes: 0 every file is valid; 1 at least one file or sharded set is invalid; 2 a usage
-//! error or an I/O error on at least one path (an unreadable path is never counted as valid or
-//! invalid, and 2 wins over 1). A broken pipe on standard output ends the run quietly with the
-//! status of what was checked so far.
+//! error or at least one path that could not be checked (never counted as valid or invalid;
+//! 2 wins over 1). A broken pipe on standard output ends the run quietly with the status of
+//! what was checked so far.
 //!
-//! # JSON Lines output (`--json`)
+//! Three output forms, each written as the jobs finish, in input order:
 //!
-//! One JSON object per line, `{"type": T, "data": D}`, in input order, then one summary.
-//! The full schema is in `docs/json-output.md`; in short:
+//! - text (the default; `--help` and README.md "What it prints" document it): one line per
+//!   file, `path: ok (...)`, `path: error RULE: ...` or `path: not checked: ...`, warnings and
+//!   shards indented below, then `summary: N files: V valid, I invalid, C could not be checked
+//!   (T s)`; `--quiet` leaves out what is valid;
+//! - JSON Lines (`--format json`, `--json`): the records of `stcheck::wire`, documented in
+//!   `docs/json-output.md`;
+//! - SARIF 2.1.0 (`--format sarif`): one log, `stcheck::sarif`, documented in `docs/sarif.md`.
 //!
-//! - `"file"`: `path`, `status` (`"valid"`, `"invalid"` or `"io_error"`), `profile`
-//!   (`"strict"`/`"reference"`), `mode` (`"mmap"`, `"read"`, `"stream"`), `size`, and for a
-//!   checked file `tensors`, `parameters`, `header_len`, `by_dtype`
-//!   (`[{"dtype","tensors","parameters","bytes"}]`), `error` (a *finding* or `null`),
-//!   `warnings` (findings); `tensor_list` with `-v`; `deep` with `--deep`; `reference`
-//!   (`{"verdict": "accept"|"reject"|"panic", "message", "tensors", "parameters",
-//!   "divergence"}`) with `--compare-reference`. An I/O failure has only `path`, `status`
-//!   and `io_error` (the message).
-//! - A *finding* is `{"rule": "LAYOUT-GAP", "kind": "malformed"|"invalid",
-//!   "severity": "error"|"warning", "promoted_warning": bool, "offset": 123, "tensor": name
-//!   or null, "message": "..."}`; `offset` is a byte offset into the file.
-//! - `"index"`: `path`, `status`, `shards` (`[{"name","status","tensors","parameters",
-//!   "warnings"}]`), `tensors`, `parameters`, `by_dtype`, `total_size`, `computed_size`,
-//!   `errors` and `warnings` (findings with `shard`, `offset_in` (`"index"`/`"shard"`) and
-//!   `cause`, the shard's own error), `omitted_errors`.
-//! - `"skipped"`: `path`, `reason` (a symbolic link met while walking a directory).
-//! - `"summary"`: `files`, `indexes`, `valid`, `invalid`, `io_errors`, `skipped`,
-//!   `exit_code`.
+//! The progress bar (`progress.rs`) is drawn on standard error only; output lines written to a
+//! terminal standard output clear it first (`Out`).
 //!
-//! Integers (offsets, sizes, counts) are JSON numbers holding the exact u64 value; readers
-//! whose numbers are IEEE doubles (JavaScript) lose precision above 2^53.
+//! Adding a kind of input (a URL, say) is a new `Job` variant (`input.rs`), a branch of
+//! `Run::job` that hands the bytes to the library's one checker, and its option in `args.rs`.
 
 mod args;
 mod check;
@@ -40,13 +29,19 @@ mod remote;
 mod render;
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
-use args::{Command, Options};
+use args::{Command, Format, Options, ProgressMode};
 use input::Job;
+use progress::{JobHook, Progress, Unit};
+use stcheck::index::ShardOutcome;
+use stcheck::sarif::{ArtifactLocation, SarifWriter, Shards};
 use stcheck::wire::Summary;
+use stcheck::ReadError;
 
 /// Run the command line; returns the exit code.
 pub(crate) fn main() -> ExitCode {
@@ -66,9 +61,24 @@ pub(crate) fn main() -> ExitCode {
             println!("stcheck {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Command::Explain(rule) => return explain(rule),
         Command::Run(o) => o,
     };
     ExitCode::from(run(&o))
+}
+
+/// `--explain RULE`: the rule's section of SPEC.md, as compiled in.
+fn explain(rule: stcheck::Rule) -> ExitCode {
+    match stcheck::spec::RuleText::of(rule) {
+        Some(t) => {
+            let _ = writeln!(io::stdout(), "{}", t.section);
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("stcheck: --explain {rule}: SPEC.md has no section for this rule");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// How a job ended, for the exit code and the summary.
@@ -102,13 +112,82 @@ impl Turns {
     }
 }
 
+/// Standard output. With a progress bar on the same terminal, whole lines are written while the
+/// bar is cleared (a partial line waits for its end, so the bar never lands inside a line);
+/// otherwise it is a plain buffer, flushed after each job.
+struct Out {
+    stdout: io::Stdout,
+    pending: Vec<u8>,
+    bar: Option<Progress>,
+}
+
+/// Bytes kept before they are written even without a flush.
+const OUT_BUFFER: usize = 64 * 1024;
+
+impl Out {
+    /// Write what is pending: everything, or with a bar only whole lines (unless `all`).
+    fn drain(&mut self, all: bool) -> io::Result<()> {
+        let end = if all || self.bar.is_none() {
+            self.pending.len()
+        } else {
+            self.pending
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+        };
+        if end == 0 {
+            return Ok(());
+        }
+        let (stdout, bytes) = (&self.stdout, &self.pending[..end]);
+        let write = || {
+            let mut w = stdout.lock();
+            w.write_all(bytes)?;
+            w.flush()
+        };
+        let r = match &self.bar {
+            Some(b) => b.suspend(write),
+            None => write(),
+        };
+        self.pending.drain(..end);
+        r
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= OUT_BUFFER {
+            self.drain(false)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.drain(false)
+    }
+}
+
+/// Where records go: lines (text or JSON Lines), or one SARIF log.
+enum Output {
+    Lines(Out),
+    Sarif(SarifWriter<Out>),
+}
+
+impl Output {
+    fn out(&mut self) -> &mut Out {
+        match self {
+            Output::Lines(o) => o,
+            Output::Sarif(w) => w.get_mut(),
+        }
+    }
+}
+
 /// Standard output and the tally, shared by the jobs (one writes at a time, in turn).
 struct Sink {
-    out: io::BufWriter<io::Stdout>,
+    output: Output,
     tally: Summary,
     broken: bool,
-    bar: Option<progress::Progress>,
-    done: usize,
+    bar: Option<Progress>,
 }
 
 impl Sink {
@@ -133,25 +212,85 @@ impl Sink {
                 self.tally.files += 1;
             }
         }
-        let written = written.and_then(|()| self.out.flush());
+        let written = written.and_then(|()| self.output.out().flush());
         if let Err(e) = written {
             if e.kind() == io::ErrorKind::BrokenPipe {
                 self.broken = true;
                 stop.store(true, Ordering::Relaxed);
             } else {
-                let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
+                self.error_line(&format!("stcheck: writing the output: {e}"));
                 self.tally.io_errors += 1;
             }
         }
-        self.done += 1;
-        if let Some(b) = self.bar.as_mut() {
-            b.update(self.done);
+    }
+
+    /// A line on standard error (with the bar cleared while it is written).
+    fn error_line(&self, line: &str) {
+        let write = || {
+            let _ = writeln!(io::stderr(), "{line}");
+        };
+        match &self.bar {
+            Some(b) => b.suspend(write),
+            None => write(),
         }
     }
 
-    fn before_output(&mut self) {
-        if let Some(b) = self.bar.as_mut() {
-            b.before_output();
+    /// A checked file: its lines or record (written by `lines`), or its results at `at`
+    /// (`None` for standard input).
+    fn file(
+        &mut self,
+        at: Option<&ArtifactLocation>,
+        c: &stcheck::Checked<'_>,
+        o: &Options,
+        lines: impl FnOnce(&mut Out) -> io::Result<()>,
+    ) -> (Status, io::Result<()>) {
+        let status = if render::file_valid(c, o) {
+            Status::Valid
+        } else {
+            Status::Invalid
+        };
+        if self.broken || (o.quiet && o.format == Format::Text && status == Status::Valid) {
+            return (status, Ok(()));
+        }
+        let written = match &mut self.output {
+            Output::Lines(out) => lines(out),
+            Output::Sarif(w) => w.file(at, c),
+        };
+        (status, written)
+    }
+
+    /// A path that could not be read: on stdout, and repeated on stderr.
+    fn unreadable(
+        &mut self,
+        shown: &str,
+        at: Option<&ArtifactLocation>,
+        e: &ReadError,
+        o: &Options,
+    ) -> io::Result<()> {
+        self.error_line(&format!("stcheck: {shown}: {e}"));
+        match &mut self.output {
+            Output::Lines(out) => render::unreadable(out, shown, e, o, "file"),
+            Output::Sarif(w) => {
+                w.not_checked(at, shown, e);
+                Ok(())
+            }
+        }
+    }
+
+    /// A path not checked by the file-system policy.
+    fn not_checked(
+        &mut self,
+        shown: &str,
+        path: &Path,
+        why: &ReadError,
+        o: &Options,
+    ) -> io::Result<()> {
+        match &mut self.output {
+            Output::Lines(out) => render::not_checked(out, shown, why, o),
+            Output::Sarif(w) => {
+                w.not_checked(Some(&ArtifactLocation::of_path(path)), shown, why);
+                Ok(())
+            }
         }
     }
 }
@@ -160,124 +299,158 @@ fn lock(sink: &Mutex<Sink>) -> std::sync::MutexGuard<'_, Sink> {
     sink.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn run_job(
-    job: &Job,
-    i: usize,
-    o: &Options,
+/// What every job shares.
+struct Run<'r> {
+    o: &'r Options,
     threads: usize,
-    turns: &Turns,
-    sink: &Mutex<Sink>,
-    stop: &AtomicBool,
-) {
-    let config = o.config_for(threads);
-    let mut err = io::stderr();
-    match job {
-        Job::File(path) => {
-            let shown = render::show(path);
-            let result = check::file(path, &config, o, |c| {
+    turns: Turns,
+    sink: Mutex<Sink>,
+    stop: AtomicBool,
+    bar: Option<Progress>,
+}
+
+impl Run<'_> {
+    fn run_job(&self, job: &Job, i: usize, planned: u64) {
+        let hook = self.bar.as_ref().map_or_else(JobHook::none, Progress::hook);
+        if let Some(b) = &self.bar {
+            b.start(&job_path(job));
+        }
+        self.job(job, i, &hook);
+        if let Some(b) = &self.bar {
+            b.job_done(planned, hook.told());
+        }
+        self.turns.done(i);
+    }
+
+    fn job(&self, job: &Job, i: usize, hook: &JobHook<'_>) {
+        let (o, turns, sink, stop) = (self.o, &self.turns, &self.sink, &self.stop);
+        let config = o.config_for(self.threads);
+        match job {
+            Job::File(path) => {
+                let shown = render::show(path);
+                let at = ArtifactLocation::of_path(path);
+                let result = check::file(path, &config, o, hook, |c| {
+                    turns.wait(i);
+                    let mut s = lock(sink);
+                    let (status, written) = s.file(Some(&at), &c, o, |out| {
+                        render::file(out, &shown, &c, o, o.mode, "")
+                    });
+                    s.finish_job(status, false, written, stop);
+                });
+                if let Err(e) = result {
+                    turns.wait(i);
+                    let mut s = lock(sink);
+                    if e.is_policy() {
+                        let written = s.not_checked(&shown, path, &e, o);
+                        s.finish_job(Status::NotChecked, false, written, stop);
+                    } else {
+                        let written = s.unreadable(&shown, Some(&at), &e, o);
+                        s.finish_job(Status::IoError, false, written, stop);
+                    }
+                }
+            }
+            Job::Stdin => {
+                let result = check::stdin(&config, hook);
                 turns.wait(i);
                 let mut s = lock(sink);
-                s.before_output();
-                let status = if render::file_valid(&c, o) {
-                    Status::Valid
-                } else {
-                    Status::Invalid
-                };
-                let written = if s.broken {
-                    Ok(())
-                } else {
-                    render::file(&mut s.out, &shown, &c, o, o.mode, "")
+                let (status, written) = match result {
+                    Ok(c) => s.file(None, &c, o, |out| {
+                        render::file(out, "<stdin>", &c, o, stcheck::ReadMode::Stream, "")
+                    }),
+                    Err(e) => (Status::IoError, s.unreadable("<stdin>", None, &e, o)),
                 };
                 s.finish_job(status, false, written, stop);
-            });
-            if let Err(e) = result {
+            }
+            Job::Url(url) => self.url(url, i, &config),
+            Job::Index(path, root) => {
+                // Shards are written as they are checked, so the index waits for its turn first.
+                turns.wait(i);
+                let mut guard = lock(sink);
+                let s = &mut *guard;
+                let (status, written) = index_job(s, path, root.as_deref(), &config, o, hook);
+                s.finish_job(status, true, written, stop);
+            }
+            Job::NotChecked(path, why) => {
                 turns.wait(i);
                 let mut s = lock(sink);
-                s.before_output();
-                let _ = s.out.flush();
-                if e.is_policy() {
-                    let written = render::not_checked(&mut s.out, &shown, &e, o);
-                    s.finish_job(Status::NotChecked, false, written, stop);
-                } else {
-                    let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
-                    s.finish_job(Status::IoError, false, written, stop);
-                }
+                let written = s.not_checked(&render::show(path), path, why, o);
+                s.finish_job(Status::NotChecked, false, written, stop);
             }
-        }
-        Job::Stdin => {
-            let result = check::stdin(&config);
-            turns.wait(i);
-            let mut s = lock(sink);
-            s.before_output();
-            match result {
-                Ok(c) => {
-                    let status = if render::file_valid(&c, o) {
-                        Status::Valid
-                    } else {
-                        Status::Invalid
-                    };
-                    let written =
-                        render::file(&mut s.out, "<stdin>", &c, o, stcheck::ReadMode::Stream, "");
-                    s.finish_job(status, false, written, stop);
-                }
-                Err(e) => {
-                    let _ = s.out.flush();
-                    let written =
-                        render::unreadable(&mut s.out, &mut err, "<stdin>", &e, o, "file");
-                    s.finish_job(Status::IoError, false, written, stop);
-                }
+            Job::WalkError(path, e) => {
+                turns.wait(i);
+                let mut s = lock(sink);
+                let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                let at = ArtifactLocation::of_path(path);
+                let written = s.unreadable(&render::show(path), Some(&at), &e, o);
+                s.finish_job(Status::IoError, false, written, stop);
             }
-        }
-        Job::Index(path, root) => {
-            // Shards are written as they are checked, so the index waits for its turn first.
-            turns.wait(i);
-            let shown = render::show(path);
-            let mut guard = lock(sink);
-            let s = &mut *guard;
-            s.before_output();
-            let mut out = render::IndexOutput::start(&mut s.out, path, o);
-            let result = check::index(path, root.as_deref(), &config, o, &mut |name, outcome| {
-                out.shard(name, outcome, o)
-            });
-            let (status, written) = match &result {
-                Ok(rep) => {
-                    let status = if stcheck::wire::index_status(rep, o.profile)
-                        == stcheck::wire::Status::Valid
-                    {
-                        Status::Valid
-                    } else {
-                        Status::Invalid
-                    };
-                    (status, out.finish(&shown, rep, o))
-                }
-                Err(e) => {
-                    let r = out.fail(e);
-                    let _ = writeln!(err, "stcheck: {shown}: {e}");
-                    (Status::IoError, r)
-                }
-            };
-            s.finish_job(status, true, written, stop);
-        }
-        Job::Url(url) => run_url(url, i, o, &config, turns, sink, stop),
-        Job::NotChecked(path, why) => {
-            turns.wait(i);
-            let mut s = lock(sink);
-            s.before_output();
-            let written = render::not_checked(&mut s.out, &render::show(path), why, o);
-            s.finish_job(Status::NotChecked, false, written, stop);
-        }
-        Job::WalkError(path, e) => {
-            turns.wait(i);
-            let mut s = lock(sink);
-            s.before_output();
-            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
-            let _ = s.out.flush();
-            let written =
-                render::unreadable(&mut s.out, &mut err, &render::show(path), &e, o, "file");
-            s.finish_job(Status::IoError, false, written, stop);
         }
     }
-    turns.done(i);
+}
+
+/// A job's path, as shown on the progress bar.
+fn job_path(job: &Job) -> String {
+    match job {
+        Job::File(p) | Job::Index(p, _) | Job::NotChecked(p, _) | Job::WalkError(p, _) => {
+            render::show(p)
+        }
+        Job::Url(url) => stcheck::escape(url).into_owned(),
+        Job::Stdin => "<stdin>".to_owned(),
+    }
+}
+
+/// Check a sharded set and write it: in text or JSON as its shards come, in SARIF the shards'
+/// results as they come and the set's own after them.
+fn index_job(
+    s: &mut Sink,
+    path: &Path,
+    root: Option<&Path>,
+    config: &stcheck::Config,
+    o: &Options,
+    hook: &JobHook<'_>,
+) -> (Status, io::Result<()>) {
+    let shown = render::show(path);
+    let status_of = |r: &Result<stcheck::index::IndexReport, ReadError>| match r {
+        Ok(rep) if stcheck::wire::index_status(rep, o.profile) == stcheck::wire::Status::Valid => {
+            Status::Valid
+        }
+        Ok(_) => Status::Invalid,
+        Err(_) => Status::IoError,
+    };
+    let result;
+    let written = match &mut s.output {
+        Output::Lines(out) => {
+            let mut lines = render::IndexOutput::start(out, path, o);
+            result = check::index(path, root, config, o, hook, &mut |name, outcome| {
+                lines.shard(name, outcome, o)
+            });
+            match &result {
+                Ok(rep) => lines.finish(&shown, rep, o),
+                Err(e) => lines.fail(&shown, e),
+            }
+        }
+        Output::Sarif(w) => {
+            let at = ArtifactLocation::of_path(path);
+            let shards = Shards::of_index_path(path);
+            let mut written = Ok(());
+            result = check::index(path, root, config, o, hook, &mut |name, outcome| {
+                if let (ShardOutcome::Checked(c), Ok(())) = (outcome, &written) {
+                    written = w.file(Some(&shards.location(name)), c);
+                }
+            });
+            written.and_then(|()| match &result {
+                Ok(rep) => w.index(&at, &shards, rep),
+                Err(e) => {
+                    w.not_checked(Some(&at), &shown, e);
+                    Ok(())
+                }
+            })
+        }
+    };
+    if let Err(e) = &result {
+        s.error_line(&format!("stcheck: {shown}: {e}"));
+    }
+    (status_of(&result), written)
 }
 
 /// The client of the run's URLs, made once (`None` when no URL is named).
@@ -285,128 +458,131 @@ fn run_job(
 static CLIENT: std::sync::OnceLock<Result<stcheck::remote::Remote, String>> =
     std::sync::OnceLock::new();
 
-#[cfg(feature = "remote")]
-fn run_url(
-    url: &str,
-    i: usize,
-    o: &Options,
-    config: &stcheck::Config,
-    turns: &Turns,
-    sink: &Mutex<Sink>,
-    stop: &AtomicBool,
-) {
-    use stcheck::remote::Found;
-    let mut err = io::stderr();
-    let shown = stcheck::escape(url).into_owned();
-    let client = match CLIENT.get_or_init(|| remote::client(o)) {
-        Ok(c) => c,
-        Err(e) => {
-            turns.wait(i);
-            let mut s = lock(sink);
-            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.clone());
-            let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
-            s.finish_job(Status::IoError, false, written, stop);
-            return;
-        }
-    };
-    let is_index = url
-        .split(['?', '#'])
-        .next()
-        .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
-    if is_index {
-        // Shards are written as they are checked: wait for the turn first.
-        turns.wait(i);
-        let mut guard = lock(sink);
-        let s = &mut *guard;
-        s.before_output();
-        let dir = match shown.rfind('/') {
-            Some(k) => shown[..=k].to_owned(),
-            None => String::new(),
+impl Run<'_> {
+    /// A file or sharded set named by URL, checked by the library's remote source.
+    #[cfg(feature = "remote")]
+    fn url(&self, url: &str, i: usize, config: &stcheck::Config) {
+        use stcheck::remote::Found;
+        let (o, turns, sink, stop) = (self.o, &self.turns, &self.sink, &self.stop);
+        let shown = stcheck::escape(url).into_owned();
+        let at = ArtifactLocation::of_url(url);
+        let client = match CLIENT.get_or_init(|| remote::client(o)) {
+            Ok(c) => c,
+            Err(e) => {
+                turns.wait(i);
+                let mut s = lock(sink);
+                let e = ReadError::new(stcheck::ReadErrorKind::Io, e.clone());
+                let written = s.unreadable(&shown, Some(&at), &e, o);
+                s.finish_job(Status::IoError, false, written, stop);
+                return;
+            }
         };
-        let mut out = render::IndexOutput::start_at(&mut s.out, &shown, dir, o);
-        let checked = remote::check(client, url, config, &mut |name, outcome| {
-            out.shard(name, outcome, o)
-        });
-        let cost = cost_of(&checked.cost);
-        let resolved = checked.resolved.as_deref().unwrap_or(&shown).to_owned();
-        let (status, written) = match &checked.outcome {
-            Ok(Found::Index(ic)) => {
-                let status = if stcheck::wire::index_status(&ic.report, o.profile)
-                    == stcheck::wire::Status::Valid
+        let is_index = url
+            .split(['?', '#'])
+            .next()
+            .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
+        if is_index {
+            // Shards are written as they are checked: wait for the turn first.
+            turns.wait(i);
+            let mut guard = lock(sink);
+            let s = &mut *guard;
+            let dir = match shown.rfind('/') {
+                Some(k) => shown[..=k].to_owned(),
+                None => String::new(),
+            };
+            let (checked, written) = match &mut s.output {
+                Output::Lines(out) => {
+                    let mut lines = render::IndexOutput::start_at(out, &shown, dir, o);
+                    let checked = remote::check(client, url, config, &mut |name, outcome| {
+                        lines.shard(name, outcome, o)
+                    });
+                    let resolved = checked.resolved.as_deref().unwrap_or(&shown).to_owned();
+                    let written = match &checked.outcome {
+                        Ok(Found::Index(ic)) => lines.finish_remote(
+                            &shown,
+                            &ic.report,
+                            &resolved,
+                            cost_of(&checked.cost),
+                            o,
+                        ),
+                        Ok(Found::File(_)) => Ok(()),
+                        Err(e) => {
+                            let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                            lines.fail(&shown, &e)
+                        }
+                    };
+                    (checked, written)
+                }
+                Output::Sarif(w) => {
+                    let shards = Shards::of_index_url(url);
+                    let mut written = Ok(());
+                    let checked = remote::check(client, url, config, &mut |name, outcome| {
+                        if let (ShardOutcome::Checked(c), Ok(())) = (outcome, &written) {
+                            written = w.file(Some(&shards.location(name)), c);
+                        }
+                    });
+                    let written = written.and_then(|()| match &checked.outcome {
+                        Ok(Found::Index(ic)) => w.index(&at, &shards, &ic.report),
+                        Ok(Found::File(_)) => Ok(()),
+                        Err(e) => {
+                            let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                            w.not_checked(Some(&at), &shown, &e);
+                            Ok(())
+                        }
+                    });
+                    (checked, written)
+                }
+            };
+            let status = match &checked.outcome {
+                Ok(Found::Index(ic))
+                    if stcheck::wire::index_status(&ic.report, o.profile)
+                        == stcheck::wire::Status::Valid =>
                 {
                     Status::Valid
-                } else {
-                    Status::Invalid
-                };
-                (
-                    status,
-                    out.finish_remote(&shown, &ic.report, &resolved, cost, o),
-                )
-            }
-            Ok(Found::File(_)) => (Status::IoError, Ok(())),
+                }
+                Ok(Found::Index(_)) => Status::Invalid,
+                Ok(Found::File(_)) => Status::IoError,
+                Err(e) => {
+                    s.error_line(&format!("stcheck: {shown}: {e}"));
+                    Status::IoError
+                }
+            };
+            s.finish_job(status, true, written, stop);
+            return;
+        }
+        let checked = remote::check(client, url, config, &mut |_, _| {});
+        turns.wait(i);
+        let mut s = lock(sink);
+        let resolved = checked.resolved.as_deref().unwrap_or(&shown);
+        let (status, written) = match &checked.outcome {
+            Ok(Found::File(f)) => s.file(Some(&at), &f.checked, o, |out| {
+                render::remote_file(out, &shown, &f.checked, o, resolved, cost_of(&checked.cost))
+            }),
+            Ok(Found::Index(_)) => (Status::IoError, Ok(())),
             Err(e) => {
-                let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
-                let r = out.fail(&e);
-                let _ = writeln!(err, "stcheck: {shown}: {e}");
-                (Status::IoError, r)
+                let e = ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                (Status::IoError, s.unreadable(&shown, Some(&at), &e, o))
             }
         };
-        s.finish_job(status, true, written, stop);
-        return;
+        s.finish_job(status, false, written, stop);
     }
-    let checked = remote::check(client, url, config, &mut |_, _| {});
-    turns.wait(i);
-    let mut s = lock(sink);
-    s.before_output();
-    let resolved = checked.resolved.as_deref().unwrap_or(&shown);
-    match &checked.outcome {
-        Ok(Found::File(f)) => {
-            let status = if render::file_valid(&f.checked, o) {
-                Status::Valid
-            } else {
-                Status::Invalid
-            };
-            let written = render::remote_file(
-                &mut s.out,
-                &shown,
-                &f.checked,
-                o,
-                resolved,
-                cost_of(&checked.cost),
-            );
-            s.finish_job(status, false, written, stop);
-        }
-        Ok(Found::Index(_)) => s.finish_job(Status::IoError, false, Ok(()), stop),
-        Err(e) => {
-            let _ = s.out.flush();
-            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
-            let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
-            s.finish_job(Status::IoError, false, written, stop);
-        }
+
+    /// Built without the `remote` feature: a URL cannot be checked.
+    #[cfg(not(feature = "remote"))]
+    fn url(&self, url: &str, i: usize, _: &stcheck::Config) {
+        self.turns.wait(i);
+        let mut s = lock(&self.sink);
+        let message = remote::client(self.o).err().unwrap_or_default();
+        let e = ReadError::new(stcheck::ReadErrorKind::Io, message);
+        let at = ArtifactLocation::of_url(url);
+        let written = s.unreadable(&stcheck::escape(url), Some(&at), &e, self.o);
+        s.finish_job(Status::IoError, false, written, &self.stop);
     }
 }
 
 #[cfg(feature = "remote")]
 fn cost_of(c: &stcheck::remote::Cost) -> stcheck::wire::RemoteCost {
     stcheck::wire::RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries)
-}
-
-#[cfg(not(feature = "remote"))]
-fn run_url(
-    url: &str,
-    i: usize,
-    o: &Options,
-    _: &stcheck::Config,
-    turns: &Turns,
-    sink: &Mutex<Sink>,
-    stop: &AtomicBool,
-) {
-    turns.wait(i);
-    let mut s = lock(sink);
-    let message = remote::client(o).err().unwrap_or_default();
-    let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, message);
-    let written = render::unreadable(&mut s.out, &mut io::stderr(), url, &e, o, "file");
-    s.finish_job(Status::IoError, false, written, stop);
 }
 
 fn exit_code(t: &Summary) -> u8 {
@@ -420,56 +596,103 @@ fn exit_code(t: &Summary) -> u8 {
 }
 
 fn run(o: &Options) -> u8 {
+    let started = Instant::now();
     let jobs = input::expand(&o.paths, o.follow_links, o.allow_empty);
-    let jobs = check::fold_shards(jobs, o);
+    let by_bytes = o.config.reads_data() && o.progress != ProgressMode::Never;
+    let plan = check::plan(jobs, o, by_bytes);
+    let jobs = &plan.jobs;
     let workers = o.jobs.min(jobs.len()).max(1);
     // One file alone gets every thread for its deep scan; many files get one each.
     let threads = if jobs.len() == 1 { o.jobs } else { 1 };
-    let turns = Turns {
-        next: Mutex::new(0),
-        cv: Condvar::new(),
+    let unit = if o.config.reads_data() {
+        Unit::Bytes(plan.total_bytes)
+    } else {
+        Unit::Files(jobs.len() as u64)
     };
-    let stop = AtomicBool::new(false);
+    let bar = Progress::new(o.progress, unit);
+    let out = Out {
+        stdout: io::stdout(),
+        pending: Vec::new(),
+        bar: bar.clone().filter(|_| progress::stdout_is_terminal()),
+    };
+    let output = match o.format {
+        Format::Sarif => {
+            let base = std::env::current_dir().ok();
+            match SarifWriter::start(out, base.as_deref()) {
+                Ok(w) => Output::Sarif(w),
+                Err(e) => {
+                    if let Some(b) = &bar {
+                        b.clear();
+                    }
+                    // A pipe closed before anything was checked ends the run quietly, with the
+                    // status of what was checked so far: nothing.
+                    if e.kind() == io::ErrorKind::BrokenPipe {
+                        return 0;
+                    }
+                    eprintln!("stcheck: writing the output: {e}");
+                    return 2;
+                }
+            }
+        }
+        Format::Text | Format::Json => Output::Lines(out),
+    };
+    let run = Run {
+        o,
+        threads,
+        turns: Turns {
+            next: Mutex::new(0),
+            cv: Condvar::new(),
+        },
+        sink: Mutex::new(Sink {
+            output,
+            tally: Summary::default(),
+            broken: false,
+            bar: bar.clone(),
+        }),
+        stop: AtomicBool::new(false),
+        bar,
+    };
     let next = AtomicUsize::new(0);
-    let sink = Mutex::new(Sink {
-        out: io::BufWriter::new(io::stdout()),
-        tally: Summary::default(),
-        broken: false,
-        bar: progress::Progress::new(jobs.len(), o.json, o.config.reads_data()),
-        done: 0,
-    });
-
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
-                if stop.load(Ordering::Relaxed) {
+                if run.stop.load(Ordering::Relaxed) {
                     // Let the jobs after ours go on to their own end.
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= jobs.len() {
                         break;
                     }
-                    turns.done(i);
+                    run.turns.done(i);
                     continue;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                run_job(job, i, o, threads, &turns, &sink, &stop);
+                run.run_job(job, i, plan.bytes.get(i).copied().unwrap_or(0));
             });
         }
     });
-    let mut s = sink.into_inner().unwrap_or_else(|p| p.into_inner());
-    if let Some(b) = s.bar.as_mut() {
+    if let Some(b) = &run.bar {
         b.clear();
     }
+    let mut s = run.sink.into_inner().unwrap_or_else(|p| p.into_inner());
     s.tally.exit_code = exit_code(&s.tally);
-    if !s.broken && o.json {
-        let tally = s.tally;
-        if let Err(e) = stcheck::wire::write_line(&mut s.out, "summary", &tally) {
-            s.broken = e.kind() == io::ErrorKind::BrokenPipe;
+    let tally = s.tally;
+    let written = if s.broken {
+        Ok(())
+    } else {
+        match s.output {
+            Output::Lines(ref mut out) => match o.format {
+                Format::Json => stcheck::wire::write_line(out, "summary", &tally),
+                _ => render::summary(out, &tally, started.elapsed()),
+            }
+            .and_then(|()| out.drain(true)),
+            Output::Sarif(w) => w
+                .finish(tally.exit_code)
+                .and_then(|mut out| out.drain(true)),
         }
-    }
-    if let Err(e) = s.out.flush() {
-        if !s.broken && e.kind() != io::ErrorKind::BrokenPipe {
+    };
+    if let Err(e) = written {
+        if e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
             s.tally.io_errors += 1;
         }

@@ -4,13 +4,16 @@
 
 use std::io::{self, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
-use stcheck::wire::{self, FileRecord, FindingRecord, IndexTail, Profile, UnreadableRecord};
+use stcheck::wire::{
+    self, FileRecord, FindingRecord, IndexTail, Profile, Summary, UnreadableRecord,
+};
 use stcheck::{Checked, DtypeTotal, Finding, ReadError, Report};
 
-use super::args::Options;
+use super::args::{Format, Options};
 
 /// A path for output: bytes that are not UTF-8 as `\xNN`, the rest escaped exactly as names
 /// are, so a file name can neither be lost nor forge or hide a line of output.
@@ -58,7 +61,7 @@ pub(crate) fn file(
     mode: stcheck::ReadMode,
     indent: &str,
 ) -> io::Result<()> {
-    if o.json {
+    if o.format == Format::Json {
         return wire::write_line(out, "file", &FileRecord::new(path, c, options_in(o, mode)));
     }
     file_human(out, path, c, o, indent)
@@ -108,12 +111,13 @@ fn file_human(
         _ => match &c.verdict {
             Ok(rep) => writeln!(
                 out,
-                "{indent}{path}: ok ({})",
+                "{indent}{path}: ok ({}){}",
                 totals_human(
                     rep.len(),
                     rep.parameters(),
                     &strict_totals(&rep.totals_by_dtype())
-                )
+                ),
+                deep_human(c)
             )?,
             Err(e) => writeln!(out, "{indent}{path}: error {e}")?,
         },
@@ -124,9 +128,6 @@ fn file_human(
         }
         if let Some(p) = &c.portable {
             portable_human(out, p, indent)?;
-        }
-        if c.deep.is_some() || c.sha256.is_some() {
-            deep_human(out, rep, c, indent)?;
         }
         if o.verbose && o.profile != Profile::Reference {
             tensors_human(out, rep, indent)?;
@@ -230,42 +231,27 @@ fn tensors_human(out: &mut dyn Write, rep: &Report<'_>, indent: &str) -> io::Res
     Ok(())
 }
 
-fn deep_human(
-    out: &mut dyn Write,
-    rep: &Report<'_>,
-    c: &Checked<'_>,
-    indent: &str,
-) -> io::Result<()> {
+/// The deep scan and the hash of a valid file, for the end of its `ok` line (one line, so that
+/// `grep -v ': ok'` drops a valid file whole): `; deep: N data bytes scanned, no NaN or
+/// infinity; sha256 HEX`. The tensors with NaN or infinity are the `DATA-NONFINITE` warnings.
+fn deep_human(c: &Checked<'_>) -> String {
+    let mut s = String::new();
     if let Some(d) = &c.deep {
-        write!(
-            out,
-            "{indent}  deep: {} data bytes scanned",
-            d.bytes_scanned
-        )?;
-        if d.non_finite.is_empty() {
-            write!(out, ", no NaN or infinity")?;
-        }
-        writeln!(out)?;
-        for t in &d.non_finite {
-            let name = rep.tensor_at(t.index).map_or("", |x| x.name);
-            writeln!(
-                out,
-                "{indent}  non-finite: tensor \"{}\" {}: {} NaN, {} +Inf, {} -Inf",
-                stcheck::escape(name),
-                t.dtype,
-                t.nan,
-                t.pos_inf,
-                t.neg_inf
-            )?;
+        s.push_str(&format!("; deep: {} data bytes scanned", d.bytes_scanned));
+        match d.non_finite.len() {
+            0 => s.push_str(", no NaN or infinity"),
+            1 => s.push_str(", NaN or infinity in 1 tensor"),
+            n => s.push_str(&format!(", NaN or infinity in {n} tensors")),
         }
     }
     if let Some(h) = &c.sha256 {
-        writeln!(out, "{indent}  sha256 {}", wire::hex(h))?;
+        s.push_str(&format!("; sha256 {}", wire::hex(h)));
     }
-    Ok(())
+    s
 }
 
 /// A file checked by URL: its record with the URL requested and what it cost.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
 pub(crate) fn remote_file(
     out: &mut dyn Write,
     shown: &str,
@@ -274,7 +260,7 @@ pub(crate) fn remote_file(
     resolved: &str,
     cost: wire::RemoteCost,
 ) -> io::Result<()> {
-    if o.json {
+    if o.format == Format::Json {
         let opts = wire::Options::new(None)
             .profile(o.profile)
             .verbose(o.verbose)
@@ -285,20 +271,19 @@ pub(crate) fn remote_file(
     file_human(out, shown, c, o, "")
 }
 
-/// A path that could not be checked: its JSON record on stdout, the message on stderr.
+/// A path that could not be read: its JSON record, or `path: not checked: message`, on stdout
+/// (the caller repeats the message on stderr).
 pub(crate) fn unreadable(
     out: &mut dyn Write,
-    err: &mut dyn Write,
     path: &str,
     e: &ReadError,
     o: &Options,
     kind: &str,
 ) -> io::Result<()> {
-    if o.json {
-        wire::write_line(out, kind, &UnreadableRecord::new(path, e))?;
+    if o.format == Format::Json {
+        return wire::write_line(out, kind, &UnreadableRecord::new(path, e));
     }
-    let _ = writeln!(err, "stcheck: {path}: {e}");
-    Ok(())
+    writeln!(out, "{path}: not checked: {e}")
 }
 
 /// A path not checked (a link not followed, a special file, a loop, a directory with nothing to
@@ -309,7 +294,7 @@ pub(crate) fn not_checked(
     why: &ReadError,
     o: &Options,
 ) -> io::Result<()> {
-    if o.json {
+    if o.format == Format::Json {
         #[derive(serde::Serialize)]
         struct NotChecked<'a> {
             path: &'a str,
@@ -332,6 +317,8 @@ pub(crate) fn not_checked(
 pub(crate) struct IndexOutput<'w> {
     out: &'w mut dyn Write,
     json: bool,
+    /// Text, `--quiet`: only the shards that failed.
+    quiet: bool,
     shards_written: usize,
     human_shards: Vec<u8>,
     dir: String,
@@ -352,7 +339,8 @@ impl<'w> IndexOutput<'w> {
     pub(crate) fn start_at(out: &'w mut dyn Write, shown: &str, dir: String, o: &Options) -> Self {
         let mut me = IndexOutput {
             out,
-            json: o.json,
+            json: o.format == Format::Json,
+            quiet: o.quiet,
             shards_written: 0,
             human_shards: Vec::new(),
             dir,
@@ -403,10 +391,10 @@ impl<'w> IndexOutput<'w> {
             })()
         } else {
             match outcome {
-                ShardOutcome::Checked(c) => {
+                ShardOutcome::Checked(c) if !(self.quiet && file_valid(c, o)) => {
                     file_human(&mut self.human_shards, &format!("shard {path}"), c, o, "  ")
                 }
-                ShardOutcome::NotChecked(_) => Ok(()),
+                _ => Ok(()),
             }
         };
         self.note(r);
@@ -418,6 +406,7 @@ impl<'w> IndexOutput<'w> {
     }
 
     /// The verdict of a set fetched from `resolved`, with what it cost.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(crate) fn finish_remote(
         self,
         shown: &str,
@@ -440,6 +429,9 @@ impl<'w> IndexOutput<'w> {
     ) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
+        }
+        if self.quiet && !self.json && tail_record.status() == wire::Status::Valid {
+            return Ok(());
         }
         if self.json {
             let mut tail = Vec::new();
@@ -487,7 +479,7 @@ impl<'w> IndexOutput<'w> {
     }
 
     /// The set could not be checked (a shard or the directory could not be read).
-    pub(crate) fn fail(mut self, e: &ReadError) -> io::Result<()> {
+    pub(crate) fn fail(mut self, shown: &str, e: &ReadError) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -499,7 +491,7 @@ impl<'w> IndexOutput<'w> {
             wire::write_json(self.out, e.kind().as_str())?;
             return self.out.write_all(b"}}\n");
         }
-        Ok(())
+        writeln!(self.out, "{shown}: not checked: {e}")
     }
 }
 
@@ -521,4 +513,20 @@ impl serde::Serialize for MissingShard<'_> {
         m.serialize_entry("error", &FindingRecord::error_finding(self.error))?;
         m.end()
     }
+}
+
+/// The text summary: `summary: N files: V valid, I invalid, C could not be checked (T s)`.
+/// A sharded set counts as one file (its shards are not counted again); "could not be
+/// checked" counts the paths not checked and those that could not be read.
+pub(crate) fn summary(out: &mut dyn Write, t: &Summary, elapsed: Duration) -> io::Result<()> {
+    let failed = t.io_errors + t.not_checked;
+    let n = t.valid + t.invalid + failed;
+    writeln!(
+        out,
+        "summary: {n} file{}: {} valid, {} invalid, {failed} could not be checked ({:.2} s)",
+        if n == 1 { "" } else { "s" },
+        t.valid,
+        t.invalid,
+        elapsed.as_secs_f64()
+    )
 }
