@@ -124,6 +124,13 @@ if [ "$report_only" = 0 ]; then
     echo "run-all.sh: stcheck strict does not pass every case" >&2
     status=1
   fi
+  if "$STCONFORM" --adapter stcheck-portable --no-known-failures "${common[@]}" > "$RESULTS/acceptance-portable.txt"; then
+    echo "stcheck portable fails no case of the portable verdicts: $(head -n 1 "$RESULTS/acceptance-portable.txt" | sed 's/^stconform: //')" >> "$ACCEPT"
+  else
+    cat "$RESULTS/acceptance-portable.txt"
+    echo "run-all.sh: stcheck's portable profile does not pass every case" >&2
+    status=1
+  fi
   if "$STCONFORM" compare "$RESULTS/stcheck-reference.json" "$RESULTS/reference-crate.json" > "$RESULTS/compare.txt"; then
     tail -n 1 "$RESULTS/compare.txt" >> "$ACCEPT"
   else
@@ -140,6 +147,21 @@ if [ "$report_only" = 0 ]; then
       status=1
     fi
   done
+  # The portable profile's reader table against the readers themselves: every reader of
+  # corpus/readers.json run on every file strict accepts (and on the probe sets), and the table
+  # checked against what they did (every portable rejection backed by an observed misreading).
+  if [ "$ci" = 0 ]; then
+    echo "== portable probes"
+    probe_args=()
+    [ "$large" = 1 ] && probe_args+=(--large)
+    if bash conformance/probes/run.sh "${probe_args[@]}" > "$RESULTS/probes.txt" 2>&1; then
+      echo "the reader table predicts every reader's observed behaviour (conformance/probes/run.sh)" >> "$ACCEPT"
+    else
+      tail -n 30 "$RESULTS/probes.txt"
+      echo "run-all.sh: the reader table and the readers disagree (conformance/probes/run.sh)" >&2
+      status=1
+    fi
+  fi
   cat "$ACCEPT"
 fi
 

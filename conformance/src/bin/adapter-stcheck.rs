@@ -1,8 +1,8 @@
 //! Conformance adapter for stcheck, protocol v2 (see `conformance/PROTOCOL.md`).
 //!
 //! ```text
-//! adapter-stcheck [--profile strict|reference] [--deep] FILE      one case, one process
-//! adapter-stcheck [--profile strict|reference] [--deep] --persistent
+//! adapter-stcheck [--profile strict|reference|portable] [--deep] FILE      one case, one process
+//! adapter-stcheck [--profile strict|reference|portable] [--deep] --persistent
 //!                                     one JSON request per line on stdin, one reply per line
 //! ```
 //!
@@ -78,14 +78,28 @@ mod lib {
             .collect()
     }
 
-    /// The strict profile on one file.
-    pub(crate) fn strict(file: &[u8], deep: bool) -> Answer {
-        let config = Config::default();
+    /// The strict profile on one file; with `portable`, also the portable profile (every
+    /// reader of the table): a misreading rejects the file with its PORTABLE rule.
+    pub(crate) fn strict(file: &[u8], deep: bool, portable: bool) -> Answer {
+        let mut config = Config::default().deep(deep);
+        if portable {
+            let Ok(table) = stcheck::portable::ReaderTable::builtin() else {
+                return Answer::Io("the built-in reader table does not load".into());
+            };
+            config = config.portable(Some(stcheck::portable::Options::all(table)));
+        }
         let reject = |e: stcheck::Error| Answer::Reject {
             rule: Some(e.rule().id().to_owned()),
             message: e.to_string(),
         };
-        let report = match stcheck::Checker::check_slice(&config.deep(deep), file).verdict {
+        let checked = stcheck::Checker::check_slice(&config, file);
+        if let Some(f) = checked.portable.as_ref().and_then(|p| p.findings().first()) {
+            return Answer::Reject {
+                rule: Some(f.rule().id().to_owned()),
+                message: f.finding().to_string(),
+            };
+        }
+        let report = match checked.verdict {
             Ok(r) => r,
             Err(e) => return reject(e),
         };
@@ -195,6 +209,7 @@ mod lib {
 
 struct Options {
     reference: bool,
+    portable: bool,
     deep: bool,
 }
 
@@ -206,7 +221,7 @@ fn answer(opts: &Options, path: &Path, index: bool) -> Answer {
         (reference, false) => match std::fs::read(path) {
             Err(e) => Answer::Io(format!("{}: {e}", path.display())),
             Ok(file) if reference => lib::reference(&file),
-            Ok(file) => lib::strict(&file, opts.deep),
+            Ok(file) => lib::strict(&file, opts.deep, opts.portable),
         },
     }
 }
@@ -283,12 +298,13 @@ fn persistent(opts: &Options) -> ExitCode {
 fn main() -> ExitCode {
     let usage = || {
         eprintln!(
-            "usage: adapter-stcheck [--profile strict|reference] [--deep] (FILE | --persistent)"
+            "usage: adapter-stcheck [--profile strict|reference|portable] [--deep] (FILE | --persistent)"
         );
         ExitCode::from(2)
     };
     let mut opts = Options {
         reference: false,
+        portable: false,
         deep: false,
     };
     let mut serve = false;
@@ -299,6 +315,7 @@ fn main() -> ExitCode {
             "--profile" => match it.next().as_deref() {
                 Some("strict") => opts.reference = false,
                 Some("reference") => opts.reference = true,
+                Some("portable") => opts.portable = true,
                 _ => return usage(),
             },
             "--deep" => opts.deep = true,

@@ -175,7 +175,12 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 a.judge = Some(match value(&mut i, arg)?.as_str() {
                     "strict" => Judge::Strict,
                     "reference" => Judge::Reference,
-                    other => return Err(format!("bad --judge {other:?} (strict or reference)")),
+                    "portable" => Judge::Portable,
+                    other => {
+                        return Err(format!(
+                            "bad --judge {other:?} (strict, reference or portable)"
+                        ))
+                    }
                 })
             }
             "--known-failures" => a.known = Some(value(&mut i, arg)?.into()),

@@ -19,6 +19,10 @@ pub enum Judge {
     /// The reference crate's verdicts (`reference` in the manifest): for checking that an
     /// implementation behaves exactly like `safetensors` 0.8.0.
     Reference,
+    /// The portable profile's verdicts (`portable` in the manifest where it differs from
+    /// `verdict`): for an implementation that promises what every reader of the reader table
+    /// reads alike.
+    Portable,
 }
 
 /// What an adapter must do with a case.
@@ -80,7 +84,17 @@ impl<'a> Expectation<'a> {
             )
         };
         match judge {
-            Judge::Strict => match case.verdict {
+            Judge::Portable if case.portable == Some(Verdict::Reject) => Expectation {
+                expect: Expect::Reject,
+                content: None,
+                warnings: None,
+                rule: case
+                    .rules
+                    .iter()
+                    .find(|r| r.starts_with("PORTABLE-"))
+                    .map(String::as_str),
+            },
+            Judge::Strict | Judge::Portable => match case.verdict {
                 Verdict::Accept => Expectation {
                     expect: Expect::Accept,
                     content: case.expected.as_ref(),
@@ -311,4 +325,37 @@ fn compare_warnings(exp: &Expectation<'_>, reported: &Reported) -> Result<(), St
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod portable_judge {
+    use super::*;
+
+    fn case(portable: Option<Verdict>) -> Case {
+        serde_json::from_value(serde_json::json!({
+            "id": "valid/portable/x", "path": "valid/portable/x.safetensors",
+            "verdict": "accept", "rules": ["NAME-SPECIAL", "PORTABLE-NAME"],
+            "portable": portable,
+        }))
+        .expect("a case")
+    }
+
+    #[test]
+    fn the_portable_judge_uses_the_portable_verdict_where_there_is_one() {
+        let rejected = case(Some(Verdict::Reject));
+        let e = Expectation::of(&rejected, Judge::Portable, false);
+        assert_eq!(e.expect, Expect::Reject);
+        assert_eq!(e.rule, Some("PORTABLE-NAME"));
+        // The strict judge still expects it accepted.
+        assert_eq!(
+            Expectation::of(&rejected, Judge::Strict, false).expect,
+            Expect::Accept
+        );
+        // Without a portable verdict, the portable judge is the strict one.
+        let plain = case(None);
+        assert_eq!(
+            Expectation::of(&plain, Judge::Portable, false).expect,
+            Expect::Accept
+        );
+    }
 }

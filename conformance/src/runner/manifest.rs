@@ -146,6 +146,10 @@ pub struct Case {
     /// The reference crate's verdict.
     #[serde(default)]
     pub reference: Option<ReferenceVerdict>,
+    /// The portable profile's verdict where it differs from `verdict` (SPEC.md "Portable
+    /// profile"): `reject` for a file strict accepts that a reader of the table misreads.
+    #[serde(default)]
+    pub portable: Option<Verdict>,
     /// One line about the case.
     #[serde(default)]
     pub description: String,

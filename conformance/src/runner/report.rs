@@ -13,6 +13,7 @@ fn judge_name(j: Judge) -> &'static str {
     match j {
         Judge::Strict => "strict verdicts",
         Judge::Reference => "reference verdicts",
+        Judge::Portable => "portable verdicts",
     }
 }
 
