@@ -397,6 +397,26 @@ fn open_index_checked(
     Ok((kind, record, errno, handles))
 }
 
+/// Check many paths in one call (one release of the GIL): each as [`check_path`] does, or as
+/// [`check_index`] for a `*.safetensors.index.json` name, in order. The map step of a scan.
+#[pyfunction]
+fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Outcome>> {
+    let s = settings(opts)?;
+    Ok(py.detach(|| {
+        paths
+            .iter()
+            .map(|path| {
+                let is_index = path.file_name().and_then(stcheck::fs::checkpoint_kind)
+                    == Some(stcheck::fs::Checkpoint::Index);
+                match is_index {
+                    true => check_index_at(path, &s, false).0,
+                    false => check_file_at(path, &s, false).0,
+                }
+            })
+            .collect()
+    }))
+}
+
 /// Every rule of SPEC.md: `(id, kind, severity)`.
 #[pyfunction]
 fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -411,7 +431,8 @@ fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_index, check_path, open_checked, open_index_checked, rules_table,
+        check_bytes, check_index, check_path, check_paths, open_checked, open_index_checked,
+        rules_table,
     };
 
     #[pymodule_init]

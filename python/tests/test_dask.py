@@ -100,3 +100,10 @@ def test_urls_go_through_the_remote_hook() -> None:
     assert rec["type"] == "file" and rec["data"]["status"] == "io_error"
     assert rec["data"]["read_error"] == "unsupported"
     assert stcheck.dask.summarize([rec])["exit_code"] == 2
+
+
+def test_records_of_mixed_targets(targets: List[str]) -> None:
+    """Paths go to one native call, bytes and URLs one by one; the order is kept."""
+    data = pathlib.Path(targets[0]).read_bytes()
+    mixed: List[Any] = [targets[1], data, "https://example.invalid/x.safetensors", targets[-3], targets[2]]
+    assert stcheck.records(mixed, sha256=True) == [stcheck.record(t, sha256=True) for t in mixed]

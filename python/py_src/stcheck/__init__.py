@@ -20,7 +20,7 @@ Scale-out over many files on Dask distributed: ``stcheck.dask``.
 from __future__ import annotations
 
 from . import _native
-from ._check import check, check_index, is_url, options, record, validate
+from ._check import check, check_index, is_url, options, record, records, validate
 from ._errors import (
     InvalidError,
     MalformedError,
@@ -55,6 +55,7 @@ __all__ = [
     "check_index",
     "validate",
     "record",
+    "records",
     "options",
     "is_url",
     "load_file",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._errors import RemoteUnavailableError, read_error, verdict_error
 from ._report import IndexReport, Report
 
-__all__ = ["check", "check_index", "validate", "record", "is_url", "options"]
+__all__ = ["check", "check_index", "validate", "record", "records", "is_url", "options"]
 
 PathLike = Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -24,6 +24,7 @@ PathLike = Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]
 URL_SCHEMES = ("http://", "https://", "hf://")
 
 _INDEX_SUFFIX = b".safetensors.index.json"
+_BYTES = (bytes, bytearray, memoryview)
 
 
 def options(
@@ -86,7 +87,7 @@ def _is_index(path: Any) -> bool:
 
 def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tuple[str, str, Optional[int]]:
     # `bytes` are a file's contents; a path held as bytes is given as a `pathlib.Path`.
-    if isinstance(target, (bytes, bytearray, memoryview)):
+    if isinstance(target, _BYTES):
         data = target if isinstance(target, bytes) else bytes(target)
         return _native.check_bytes(data, name or "<bytes>", opts)
     if is_url(target):
@@ -126,6 +127,21 @@ def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str,
     opts.setdefault("verbose", False)
     kind, text, _ = _native_record(target, options(**opts), name)
     return {"type": kind, "data": json.loads(text)}
+
+
+def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
+    """``record`` for many targets, in order: paths are checked in one native call (the GIL
+    released once for all of them), URLs and ``bytes`` one by one."""
+    opts.setdefault("verbose", False)
+    o = options(**opts)
+    outcomes: List[Any] = [None] * len(targets)
+    paths = [i for i, t in enumerate(targets) if not is_url(t) and not isinstance(t, _BYTES)]
+    for i, outcome in zip(paths, _native.check_paths([targets[i] for i in paths], o)):
+        outcomes[i] = outcome
+    for i, t in enumerate(targets):
+        if outcomes[i] is None:
+            outcomes[i] = _native_record(t, o, None)
+    return [{"type": kind, "data": json.loads(text)} for kind, text, _ in outcomes]
 
 
 def _report(kind: str, text: str, errno: Optional[int]) -> Union[Report, IndexReport]:

@@ -20,7 +20,8 @@ Each record is exactly the line ``stcheck --json`` writes for that target
 is checked by the library's remote checker where it is built in (``stcheck.is_url``; see
 ``stcheck._check._check_url``, the one hook), and is an ``io_error`` record until then.
 
-The map step is ``check_partition(targets, options)``, a plain function of a list of targets
+The map step is ``check_partition(targets, options)`` (``stcheck.records``: the paths of a
+partition are checked in one native call), a plain function of a list of targets
 and a dict of options returning ``(records, summary)``: it needs nothing from Dask, so the
 same step runs on Ray or Spark (docs/python.md). Workers release the GIL while they check,
 so threads in one worker check in parallel too.
@@ -101,11 +102,9 @@ def check_partition(
     options (``deep``, ``sha256``, ``deny_warnings``, ``verbose``, ...)."""
     if keep not in ("all", "failures", "none"):
         raise ValueError(f"keep: {keep!r} is not 'all', 'failures' or 'none'")
-    opts = dict(options or {})
     summary = _empty_summary()
     kept = []
-    for target in targets:
-        rec = _check.record(target, **opts)
+    for rec in _check.records(list(targets), **dict(options or {})):
         _count(summary, rec)
         if _keep(rec, keep):
             kept.append(rec)
