@@ -11,7 +11,8 @@ other work on a shared machine) and the median. The CLI is the release build
 returns every record to the driver (``stcheck.dask.scan``), on a LocalCluster of worker
 processes with one thread each, started (and warmed up) before the clock starts. The
 "in-process" rows run the same map step (``check_partition``) in this process, without Dask:
-the difference to the Dask rows is Dask's cost.
+the difference to the Dask rows is Dask's cost; "1 task" sends the whole set as one
+partition, which separates the cost per task from the cost per record.
 """
 
 from __future__ import annotations
@@ -125,6 +126,14 @@ def main() -> None:
             rows.append((f"Dask {workers} worker(s)", "deep+sha256", len(big), big_bytes, *timed(
                 lambda: stcheck.dask.scan(big, client=client, partition_size=4, sha256=True),
                 args.repeat)))
+            if workers == 1:
+                # One task for the whole set: what the scan costs without per-task overhead.
+                rows.append(("Dask 1 worker, 1 task", "header", len(small), 0, *timed(
+                    lambda: stcheck.dask.scan(small, client=client, partition_size=len(small)),
+                    args.repeat)))
+                rows.append(("Dask 1 worker, 1 task", "deep+sha256", len(big), big_bytes, *timed(
+                    lambda: stcheck.dask.scan(big, client=client, partition_size=len(big),
+                                              sha256=True), args.repeat)))
 
     print(f"load average {os.getloadavg()[0]:.1f}; stcheck {stcheck.__version__}; {os.cpu_count()} cores; small set {len(small)} files, "
           f"big set {len(big)} x {args.big_mib} MiB = {big_bytes / 1e9:.2f} GB; best (median) of {args.repeat}")

@@ -26,15 +26,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-missing=()
-for p in "${pins[@]}"; do
-  name="${p%%==*}"; version="${p##*==}"
-  have="$("$VENV/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
-  if [ "$have" != "$version" ]; then missing+=("$p"); fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "${missing[@]}"
-fi
+# pip leaves requirements that are already satisfied alone, without asking the index.
+"$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "${pins[@]}"
 
 # The package, as `pip install ./python` builds it (release profile, abi3 wheel).
 export CARGO_TARGET_DIR="$ROOT/target/python-build"

@@ -193,7 +193,32 @@ class _Record:
         return json.dumps({"type": self._type, "data": self._data}, ensure_ascii=False)
 
 
-class Report(_Record):
+class _Checked(_Record):
+    """What the reports of a file and of a set have in common."""
+
+    __slots__ = ()
+
+    @property
+    def warnings(self) -> List[Finding]:
+        """The warnings, in file order (for a file, at most ``max_warnings_per_rule`` of each
+        rule; ``warning_counts`` has them all)."""
+        return [Finding.from_dict(w) for w in self._data.get("warnings", [])]
+
+    @property
+    def tensor_count(self) -> int:
+        return self._data.get("tensors", 0)
+
+    @property
+    def parameters(self) -> int:
+        return self._data.get("parameters", 0)
+
+    @property
+    def by_dtype(self) -> List[DtypeTotal]:
+        """Totals per dtype, in the reference's dtype order."""
+        return _totals(self._data.get("by_dtype"))
+
+
+class Report(_Checked):
     """The report of one file, valid or not.
 
     The fields follow the CLI's ``"file"`` record (docs/json-output.md): ``tensors`` is the
@@ -232,26 +257,12 @@ class Report(_Record):
         return Finding.from_dict(e) if e else None
 
     @property
-    def warnings(self) -> List[Finding]:
-        """The warnings of a valid file, in file order (at most ``max_warnings_per_rule``
-        of each rule; ``warning_counts`` has them all)."""
-        return [Finding.from_dict(w) for w in self._data.get("warnings", [])]
-
-    @property
     def warning_counts(self) -> Dict[str, int]:
         return dict(self._data.get("warning_counts", {}))
 
     @property
     def omitted_warnings(self) -> int:
         return self._data.get("omitted_warnings", 0)
-
-    @property
-    def tensor_count(self) -> int:
-        return self._data.get("tensors", 0)
-
-    @property
-    def parameters(self) -> int:
-        return self._data.get("parameters", 0)
 
     @property
     def header_len(self) -> Optional[int]:
@@ -297,11 +308,6 @@ class Report(_Record):
         return self._data.get("metadata_form")
 
     @property
-    def by_dtype(self) -> List[DtypeTotal]:
-        """Totals per dtype, in the reference's dtype order."""
-        return _totals(self._data.get("by_dtype"))
-
-    @property
     def deep(self) -> Optional[DeepReport]:
         """The deep scan (``deep``, ``sha256`` or ``deny_nonfinite``), for a valid file."""
         d = self._data.get("deep")
@@ -343,7 +349,7 @@ class MissingShard(_Record):
         return f"<stcheck.MissingShard {self.name!r}: {self.error}>"
 
 
-class IndexReport(_Record):
+class IndexReport(_Checked):
     """The report of a sharded set checked through its ``*.safetensors.index.json``."""
 
     __slots__ = ()
@@ -371,24 +377,8 @@ class IndexReport(_Record):
         return Finding.from_dict(errors[0]) if errors else None
 
     @property
-    def warnings(self) -> List[Finding]:
-        return [Finding.from_dict(w) for w in self._data.get("warnings", [])]
-
-    @property
     def omitted_errors(self) -> int:
         return self._data.get("omitted_errors", 0)
-
-    @property
-    def tensor_count(self) -> int:
-        return self._data.get("tensors", 0)
-
-    @property
-    def parameters(self) -> int:
-        return self._data.get("parameters", 0)
-
-    @property
-    def by_dtype(self) -> List[DtypeTotal]:
-        return _totals(self._data.get("by_dtype"))
 
     @property
     def total_size(self) -> Optional[int]:
