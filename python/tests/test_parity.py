@@ -109,3 +109,17 @@ def test_bytes_give_the_record_of_the_file(opts: Dict[str, Any]) -> None:
         assert from_bytes == from_file, case["id"]
         # bytearray and memoryview are copied to bytes first, with the same result.
         assert stcheck.check(bytearray(data), name="upload", **opts).to_dict()["status"] == from_file["status"]
+
+
+def test_a_name_that_is_not_utf8_is_shown_as_the_cli_shows_it(tmp_path: Any) -> None:
+    import os
+
+    source = next(c["file"] for c in CASES if c["kind"] == "file")
+    name = os.path.join(os.fsencode(tmp_path), b"m\xff\xfe.safetensors")
+    with open(source, "rb") as f, open(name, "wb") as g:
+        g.write(f.read())
+    path = os.fsdecode(name)  # a str with surrogate escapes, as os.listdir gives it
+    want, _ = run_cli(["-v"], [path])
+    got = stcheck.record(path, verbose=True)
+    assert got == want[0]
+    assert "\\xff\\xfe" in got["data"]["path"]

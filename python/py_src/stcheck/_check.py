@@ -18,7 +18,7 @@ from ._report import IndexReport, Report
 
 __all__ = ["check", "check_index", "validate", "record", "records", "is_url", "options"]
 
-PathLike = Union[str, "os.PathLike[str]", "os.PathLike[bytes]"]
+PathLike = Union[str, "os.PathLike[str]"]
 
 #: The schemes a target string is taken as a URL for (the library's remote checking).
 URL_SCHEMES = ("http://", "https://", "hf://")

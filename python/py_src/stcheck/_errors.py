@@ -14,7 +14,7 @@ Every exception pickles with its attributes, so it crosses process boundaries in
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ._report import Finding
 
@@ -136,9 +136,9 @@ class ReadError(OSError):
 
 
 def _rebuild_read_error(
-    cls: type, args: tuple, filename: Any, record: Dict[str, Any]
+    cls: Any, args: Tuple[Any, ...], filename: Any, record: Dict[str, Any]
 ) -> "ReadError":
-    e = cls(*args, record=record)
+    e: ReadError = cls(*args, record=record)
     e.filename = filename
     return e
 

@@ -260,16 +260,16 @@ class safe_open:
                 for _, (fd, *_rest) in pending:
                     _close(fd)
         else:
-            kind, text, errno, handle = _native.open_checked(filename, opts)
+            kind, text, errno, opened = _native.open_checked(filename, opts)
             try:
                 report = _verdict(kind, text, errno)
             except BaseException:
-                if handle is not None:
-                    _close(handle[0])
+                if opened is not None:
+                    _close(opened[0])
                 raise
-            assert isinstance(report, Report) and handle is not None
+            assert isinstance(report, Report) and opened is not None
             self.report = report
-            shard = _open_mapped(report, handle, opts["mode"], opts)
+            shard = _open_mapped(report, opened, opts["mode"], opts)
             self._metadata = shard.report.metadata
             self._add(shard)
 
