@@ -50,6 +50,9 @@ pub struct Checked<'a> {
     pub reference: Option<Verdict>,
     /// The file's length, where it is known (the bytes of a stream that was read to its end).
     pub file_len: Option<u64>,
+    /// The header length N read from the length field, once the field was read and within
+    /// the limit (also for a file rejected later).
+    pub header_len: Option<u64>,
     /// How many bytes of the input were consumed.
     pub bytes_read: u64,
 }
@@ -68,6 +71,7 @@ impl Checked<'_> {
             sha256: self.sha256,
             reference: self.reference,
             file_len: self.file_len,
+            header_len: self.header_len,
             bytes_read: self.bytes_read,
         }
     }
@@ -79,6 +83,8 @@ pub struct Checker<'a> {
     config: Config,
     /// The file's length, when the source knows it.
     len: Option<u64>,
+    /// N, once the length field was read.
+    header_len: Option<u64>,
     consumed: u64,
     stage: Stage<'a>,
 }
@@ -117,6 +123,7 @@ impl Checker<'static> {
         Checker {
             config: config.clone(),
             len: None,
+            header_len: None,
             consumed: 0,
             stage: Stage::Length {
                 buf: [0; frame::LENGTH_FIELD],
@@ -143,6 +150,7 @@ impl<'a> Checker<'a> {
         let mut c = Checker {
             config: config.clone(),
             len: Some(file.len() as u64),
+            header_len: None,
             consumed: 0,
             stage: Stage::Length {
                 buf: [0; frame::LENGTH_FIELD],
@@ -266,6 +274,7 @@ impl<'a> Checker<'a> {
             Ok(n) => n,
             Err(e) => return self.stage = Stage::Done(Box::new(Err(e))),
         };
+        self.header_len = Some(n);
         if let Some(len) = self.len {
             if let Err(e) = frame::header_bounds(n, len) {
                 return self.stage = Stage::Done(Box::new(Err(e)));
@@ -304,6 +313,7 @@ impl<'a> Checker<'a> {
             sha256: None,
             reference: None,
             file_len: self.len,
+            header_len: self.header_len,
             bytes_read,
         };
         out.verdict = match self.stage {

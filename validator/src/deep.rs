@@ -409,7 +409,9 @@ struct Feeder {
     carry: [u8; 8],
     carry_len: usize,
     carry_at: u64,
-    accs: Vec<Acc>,
+    /// The tensors with a special value, in offset order, with their counts: sparse, so a
+    /// scan of a million clean tensors keeps nothing per tensor.
+    accs: Vec<(usize, Acc)>,
     deny_nonfinite: bool,
     /// Index of the tensor whose `first` is a fault (stops the scan).
     fault: Option<usize>,
@@ -425,7 +427,7 @@ impl Feeder {
             carry: [0; 8],
             carry_len: 0,
             carry_at: 0,
-            accs: vec![Acc::default(); report.len()],
+            accs: Vec::new(),
             deny_nonfinite,
             fault: None,
         }
@@ -465,9 +467,8 @@ impl Feeder {
         if w == 0 {
             return;
         }
-        let Some(acc) = self.accs.get_mut(self.idx) else {
-            return;
-        };
+        let mut local = Acc::default();
+        let acc = &mut local;
         let mut at = self.pos;
         if self.carry_len > 0 {
             let n = (w - self.carry_len).min(part.len());
@@ -488,7 +489,14 @@ impl Feeder {
             self.carry_len = rem.len();
             self.carry_at = at + bulk as u64;
         }
-        if acc.first.is_some() && (dtype == Dtype::BOOL || self.deny_nonfinite) {
+        if local == Acc::default() {
+            return;
+        }
+        match self.accs.last_mut() {
+            Some((i, a)) if *i == self.idx => a.merge(&local),
+            _ => self.accs.push((self.idx, local)),
+        }
+        if local.first.is_some() && (dtype == Dtype::BOOL || self.deny_nonfinite) {
             self.fault = Some(self.idx);
         }
     }
@@ -497,24 +505,35 @@ impl Feeder {
 /// Outcome of feeding the data region: per-tensor accumulators and the first fault.
 #[derive(Debug)]
 struct Scanned {
-    accs: Vec<Acc>,
+    accs: Vec<(usize, Acc)>,
     fault: Option<usize>,
 }
 
 impl Scanned {
-    fn merge(parts: Vec<Scanned>, n: usize) -> Scanned {
-        let mut accs = vec![Acc::default(); n];
+    /// The parts of consecutive ranges, in order; a tensor split between two ranges is one.
+    fn merge(parts: Vec<Scanned>) -> Scanned {
+        let mut accs: Vec<(usize, Acc)> = Vec::new();
         let mut fault = None;
         for p in parts {
             if fault.is_some() {
                 break;
             }
-            for (a, b) in accs.iter_mut().zip(&p.accs) {
-                a.merge(b);
+            for (i, b) in p.accs {
+                match accs.last_mut() {
+                    Some((j, a)) if *j == i => a.merge(&b),
+                    _ => accs.push((i, b)),
+                }
             }
             fault = p.fault;
         }
         Scanned { accs, fault }
+    }
+
+    fn acc(&self, i: usize) -> Option<&Acc> {
+        self.accs
+            .binary_search_by_key(&i, |e| e.0)
+            .ok()
+            .map(|k| &self.accs[k].1)
     }
 }
 
@@ -671,7 +690,7 @@ impl DeepScan {
                 .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect();
             let h = hashing.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            (Scanned::merge(parts, report.len()), h)
+            (Scanned::merge(parts), h)
         });
         self.hasher = hasher;
         self.feeder.accs = scanned.accs;
@@ -743,10 +762,9 @@ fn fault_error(report: &Report<'_>, idx: usize, acc: &Acc) -> Option<Error> {
     Some(f.with_tensor(t.name).into())
 }
 
-fn nonfinite_warnings(report: &Report<'_>, accs: &[Acc]) -> Vec<Warning> {
-    report
-        .tensors()
-        .zip(accs)
+fn nonfinite_warnings(report: &Report<'_>, accs: &[(usize, Acc)]) -> Vec<Warning> {
+    accs.iter()
+        .filter_map(|(i, a)| Some((report.tensor_at(*i)?, a)))
         .filter(|(t, _)| t.dtype != Dtype::BOOL)
         .filter_map(|(t, a)| {
             let (offset, _) = a.first?;
@@ -884,11 +902,7 @@ fn conclude(
     bytes_scanned: u64,
 ) -> Result<DeepReport, Error> {
     if let Some(idx) = scanned.fault {
-        if let Some(e) = scanned
-            .accs
-            .get(idx)
-            .and_then(|a| fault_error(report, idx, a))
-        {
+        if let Some(e) = scanned.acc(idx).and_then(|a| fault_error(report, idx, a)) {
             return Err(e);
         }
     }
@@ -899,17 +913,18 @@ fn conclude(
         report.push_warning(w);
     }
     report.settle_warnings();
-    let non_finite = report
-        .tensors()
-        .zip(&scanned.accs)
-        .enumerate()
-        .filter(|(_, (t, a))| t.dtype != Dtype::BOOL && a.nan + a.pos_inf + a.neg_inf > 0)
-        .map(|(index, (t, a))| TensorStats {
-            index,
-            dtype: t.dtype,
-            nan: a.nan,
-            pos_inf: a.pos_inf,
-            neg_inf: a.neg_inf,
+    let non_finite = scanned
+        .accs
+        .iter()
+        .filter_map(|&(index, a)| {
+            let t = report.tensor_at(index)?;
+            (t.dtype != Dtype::BOOL && a.nan + a.pos_inf + a.neg_inf > 0).then_some(TensorStats {
+                index,
+                dtype: t.dtype,
+                nan: a.nan,
+                pos_inf: a.pos_inf,
+                neg_inf: a.neg_inf,
+            })
         })
         .collect();
     Ok(DeepReport {

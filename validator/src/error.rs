@@ -372,6 +372,15 @@ impl ReadError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The I/O error behind it, when reading failed (its kind intact), or one made of the
+    /// message.
+    pub fn into_io_error(self) -> io::Error {
+        match self.source {
+            Some(e) => e,
+            None => io::Error::other(self.message.into_string()),
+        }
+    }
 }
 
 impl fmt::Display for ReadError {

@@ -466,19 +466,21 @@ pub fn check_index_with(
         }
     };
     let Parsed {
-        weight_map,
         entries,
         shards,
         total_size,
     } = parsed;
+    // The lookup from tensor name to entry, built (with its exact size) when a shard is first
+    // valid: a set whose shards are all missing never pays for it.
+    let mut lookup: Option<KeyTable> = None;
 
     // Per entry: whether the shard it names holds the tensor, and the first shard that does.
     let mut in_own_shard = vec![false; entries.len()];
     let mut home: Vec<u32> = Vec::new();
     // Tensors of shards that weight_map does not list: their first shard.
     let mut unlisted_home: HashMap<Box<str>, u32> = HashMap::new();
-    let entry_of = |name: &str| -> Option<usize> {
-        let pos = weight_map.find(text, name)?;
+    let entry_of = |lookup: &KeyTable, name: &str| -> Option<usize> {
+        let pos = lookup.find(text, name)?;
         let pos = u32::try_from(pos).ok()?;
         entries.binary_search_by_key(&pos, |e| e.key).ok()
     };
@@ -517,8 +519,17 @@ pub fn check_index_with(
                     summary.tensors = r.len();
                     summary.parameters = r.parameters();
                     summary.warnings = r.warnings().to_vec();
+                    let lookup = lookup.get_or_insert_with(|| {
+                        let mut table = KeyTable::with_capacity(entries.len());
+                        for e in &entries {
+                            if let Some(name) = json::string_at(text, e.key as usize) {
+                                table.insert(text, e.key as usize, &name);
+                            }
+                        }
+                        table
+                    });
                     for t in r.tensors() {
-                        let entry = entry_of(t.name);
+                        let entry = entry_of(lookup, t.name);
                         let first = match entry {
                             Some(e) => {
                                 if entries[e].shard == id {
@@ -732,7 +743,6 @@ enum TotalSize {
 
 #[derive(Debug)]
 struct Parsed {
-    weight_map: KeyTable,
     /// In index order (increasing `key`).
     entries: Vec<Entry>,
     shards: Vec<Shard>,
@@ -743,7 +753,7 @@ struct State<'a> {
     text: &'a str,
     pending: Option<Finding>,
     root: KeyCursor,
-    weight_map: Option<KeyTable>,
+    weight_map: bool,
     entries: Vec<Entry>,
     shards: Vec<Shard>,
     shard_ids: HashMap<Box<str>, u32>,
@@ -802,7 +812,7 @@ fn parse<'t>(bytes: &'t [u8], config: &Config) -> Result<(&'t str, Parsed), Box<
         text,
         pending: None,
         root: KeyCursor::new(open),
-        weight_map: None,
+        weight_map: false,
         entries: Vec::new(),
         shards: Vec::new(),
         shard_ids: HashMap::new(),
@@ -817,15 +827,14 @@ fn parse<'t>(bytes: &'t [u8], config: &Config) -> Result<(&'t str, Parsed), Box<
                 .unwrap_or_else(|| *index_json(at, format!("invalid JSON: {e}"))),
         ));
     }
-    let Some(weight_map) = st.weight_map else {
+    if !st.weight_map {
         return Err(Box::new(
             Finding::new(Rule::IndexSchema, 0, "index has no \"weight_map\" object").in_index(),
         ));
-    };
+    }
     Ok((
         text,
         Parsed {
-            weight_map,
             entries: st.entries,
             shards: st.shards,
             total_size: st.total_size,
@@ -923,7 +932,6 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let st = self.st;
         let mut cursor = self.open.map(KeyCursor::new);
-        let mut table = KeyTable::new();
         let mut last = self.at;
         while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
             let quote = cursor.as_mut().and_then(|c| c.next(st.text, &key));
@@ -934,15 +942,14 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_, 'de> {
                 tensor: &key,
                 at,
             })?;
-            // Keys are unique (the stage-1 walk rejected repeats), so this only records them.
-            let (Some(q), Ok(key_pos)) = (quote, u32::try_from(at)) else {
+            // Keys are unique (the stage-1 walk rejected repeats): only their positions are kept.
+            let (Some(_), Ok(key_pos)) = (quote, u32::try_from(at)) else {
                 return Err(st.fail(Finding::new(
                     Rule::IndexJson,
                     at,
                     "index too large to index",
                 )));
             };
-            table.insert(st.text, q, &key);
             let id = match st.shard_ids.get(&*shard) {
                 Some(&id) => id,
                 None => {
@@ -960,7 +967,7 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_, 'de> {
                 shard: id,
             });
         }
-        st.weight_map = Some(table);
+        st.weight_map = true;
         Ok(())
     }
 }
@@ -1071,10 +1078,70 @@ impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
 }
 
 /// The distinct shard names an index names, in order of first appearance; none if the index
-/// does not parse. For planning (a file that is a shard is checked with its index).
+/// is not a JSON object with a `weight_map` of strings. For planning (a file that is a shard is
+/// checked with its index): one light pass that keeps only the distinct names, without the
+/// checks of [`check_index`].
 pub fn shard_names(index: &[u8], config: &Config) -> Vec<String> {
-    match parse(index, config) {
-        Ok((_, p)) => p.shards.into_iter().map(|s| s.name.into_string()).collect(),
-        Err(_) => Vec::new(),
+    if index.len() as u64 > config.header_limit() {
+        return Vec::new();
+    }
+    let Ok(text) = std::str::from_utf8(index) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = (&mut de).deserialize_map(NamesRoot { out: &mut names });
+    names
+}
+
+struct NamesRoot<'o> {
+    out: &'o mut Vec<String>,
+}
+
+impl<'de> Visitor<'de> for NamesRoot<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an index object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
+            if key == "weight_map" {
+                map.next_value_seed(NamesMap {
+                    out: &mut *self.out,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct NamesMap<'o> {
+    out: &'o mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for NamesMap<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NamesMap<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a weight_map object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            let Text(name) = map.next_value_seed(TextSeed)?;
+            if !seen.contains(&*name) {
+                seen.insert(name.clone().into_owned());
+                self.out.push(name.into_owned());
+            }
+        }
+        Ok(())
     }
 }

@@ -279,8 +279,13 @@ impl fmt::Debug for KeyTable {
 
 impl KeyTable {
     pub(crate) fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// A table with room for `n` keys without growing.
+    pub(crate) fn with_capacity(n: usize) -> Self {
         KeyTable {
-            table: hashbrown::HashTable::new(),
+            table: hashbrown::HashTable::with_capacity(n),
             hasher: key_hasher(),
             unplaced: std::collections::HashSet::new(),
         }

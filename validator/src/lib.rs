@@ -53,6 +53,8 @@ mod json;
 pub mod limits;
 mod names;
 pub mod reference;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod report;
 mod rules;
 mod size;

@@ -78,6 +78,8 @@ pub struct Options {
     pub verbose: bool,
     /// How the bytes were obtained (`mode`); `None` for bytes handed over in memory.
     pub mode: Option<ReadMode>,
+    /// The bytes came from an HTTP(S) server (`mode` is then `"remote"`).
+    pub remote: bool,
 }
 
 impl Options {
@@ -87,6 +89,21 @@ impl Options {
             profile: Profile::Strict,
             verbose: false,
             mode,
+            remote: false,
+        }
+    }
+
+    /// Bytes fetched from an HTTP(S) server.
+    pub fn remote(mut self) -> Self {
+        self.remote = true;
+        self
+    }
+
+    fn mode_name(&self) -> Option<&'static str> {
+        if self.remote {
+            Some("remote")
+        } else {
+            self.mode.map(ReadMode::as_str)
         }
     }
 
@@ -385,6 +402,40 @@ pub struct FileRecord<'a> {
     name: Option<&'a str>,
     checked: &'a Checked<'a>,
     options: Options,
+    remote: Option<RemoteInfo<'a>>,
+}
+
+/// What checking a file by URL cost: `{"requests", "bytes", "redirects", "retries"}` (bytes
+/// of response bodies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RemoteCost {
+    /// HTTP requests sent, redirects and retries included.
+    pub requests: u32,
+    /// Bytes of response bodies received.
+    pub bytes: u64,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Requests retried after a 429 or 5xx.
+    pub retries: u32,
+}
+
+impl RemoteCost {
+    /// A cost.
+    pub fn new(requests: u32, bytes: u64, redirects: u32, retries: u32) -> Self {
+        RemoteCost {
+            requests,
+            bytes,
+            redirects,
+            retries,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RemoteInfo<'a> {
+    resolved: &'a str,
+    cost: RemoteCost,
 }
 
 impl<'a> FileRecord<'a> {
@@ -395,7 +446,14 @@ impl<'a> FileRecord<'a> {
             name: None,
             checked,
             options,
+            remote: None,
         }
+    }
+
+    /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
+    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
+        self.remote = Some(RemoteInfo { resolved, cost });
+        self
     }
 
     /// The record of a shard named `name` by its index.
@@ -405,6 +463,7 @@ impl<'a> FileRecord<'a> {
             name: Some(name),
             checked,
             options,
+            remote: None,
         }
     }
 
@@ -425,7 +484,11 @@ impl Serialize for FileRecord<'_> {
         m.serialize_entry("path", self.path)?;
         m.serialize_entry("status", &self.status())?;
         m.serialize_entry("profile", &o.profile)?;
-        m.serialize_entry("mode", &o.mode.map(ReadMode::as_str))?;
+        m.serialize_entry("mode", &o.mode_name())?;
+        if let Some(r) = self.remote {
+            m.serialize_entry("url", r.resolved)?;
+            m.serialize_entry("cost", &r.cost)?;
+        }
         m.serialize_entry("size", &c.file_len)?;
         let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
         match (&c.verdict, reference_decides) {
@@ -437,6 +500,7 @@ impl Serialize for FileRecord<'_> {
                     Verdict::Accept(ts) => {
                         m.serialize_entry("tensors", &ts.len())?;
                         m.serialize_entry("parameters", &reference_parameters(ts))?;
+                        m.serialize_entry("header_len", &c.header_len)?;
                         let by: Vec<ReferenceTotal> = reference_totals(ts)
                             .into_iter()
                             .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
@@ -506,6 +570,7 @@ impl Serialize for FileRecord<'_> {
                 }
             }
             (Err(e), false) => {
+                m.serialize_entry("header_len", &c.header_len)?;
                 m.serialize_entry("error", &FindingRecord::error(e))?;
                 m.serialize_entry("warnings", &[(); 0])?;
             }
@@ -641,12 +706,22 @@ impl Serialize for MissingShardRecord<'_> {
 #[derive(Debug, Clone, Copy)]
 pub struct IndexTail<'a> {
     report: &'a IndexReport,
+    remote: Option<RemoteInfo<'a>>,
 }
 
 impl<'a> IndexTail<'a> {
     /// The tail of `report`'s record.
     pub fn new(report: &'a IndexReport) -> Self {
-        IndexTail { report }
+        IndexTail {
+            report,
+            remote: None,
+        }
+    }
+
+    /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
+    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
+        self.remote = Some(RemoteInfo { resolved, cost });
+        self
     }
 
     /// `valid` or `invalid`.
@@ -684,6 +759,10 @@ impl Serialize for IndexTail<'_> {
                 .collect::<Vec<_>>(),
         )?;
         m.serialize_entry("omitted_errors", &r.omitted())?;
+        if let Some(remote) = self.remote {
+            m.serialize_entry("url", remote.resolved)?;
+            m.serialize_entry("cost", &remote.cost)?;
+        }
         m.end()
     }
 }

@@ -591,7 +591,8 @@ fn corpus_reference_verdicts_match_the_differences() {
             .get("reference")
             .and_then(|v| v.as_str())
             .unwrap_or_default();
-        if verdict != "reject" || reference == "reject" {
+        // Sharded sets have no reference verdict (the crate reads single files).
+        if verdict != "reject" || reference == "reject" || reference.is_empty() {
             continue;
         }
         let rules: Vec<&str> = c

@@ -12,8 +12,13 @@ stcheck: a strict validator for safetensors files
 Usage: stcheck [OPTIONS] PATH...
 
 Each PATH is a file, a directory (walked recursively for *.safetensors and
-*.safetensors.index.json files) or '-' for one file on standard input. A
-*.safetensors.index.json file is checked together with the shards it names.
+*.safetensors.index.json files), '-' for one file on standard input, or a URL
+(http://, https://, or hf://ORG/REPO[@REVISION]/FILE for the Hugging Face hub;
+HF_ENDPOINT sets its host, HF_TOKEN is sent to it only). A URL is checked
+without downloading it: range requests for the header, the file's length from
+the server; --deep and --sha256 stream the body once. A
+*.safetensors.index.json file or URL is checked together with the shards it
+names.
 
 Output (stdout): one line per file, `path: ok (...)` or `path: error RULE-ID: ...`,
 warnings indented below; `path: not checked: reason` for a path that could not
@@ -65,6 +70,11 @@ Options:
       --sha256                 with the data scan, the SHA-256 of each file (same pass);
                                implies --deep
       --deny-nonfinite         make any NaN or infinity an error; implies --deep
+      --header NAME:VALUE      send this header with requests for URLs (repeatable),
+                               only to the URL's own host (never after a redirect to
+                               another); never printed
+      --ca-file PEM            trust these certificates for https URLs instead of the
+                               built-in roots
   -h, --help                   print this help
   -V, --version                print the version
 
@@ -89,6 +99,10 @@ pub(crate) struct Options {
     pub(crate) profile: Profile,
     pub(crate) compare_reference: bool,
     pub(crate) config: Config,
+    /// `--header NAME:VALUE`, sent with requests for URLs (never to another host).
+    pub(crate) headers: Vec<(String, String)>,
+    /// `--ca-file PATH`: the certificates trusted for https URLs instead of the built-in ones.
+    pub(crate) ca_file: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -127,6 +141,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         profile: Profile::Strict,
         compare_reference: false,
         config: Config::default(),
+        headers: Vec::new(),
+        ca_file: None,
     };
     let mut no_mmap = false;
     let mut stream = false;
@@ -165,7 +181,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         };
         let takes_value = matches!(
             name,
-            "-j" | "--jobs" | "--profile" | "--max-header-size" | "--max-warnings-per-rule"
+            "-j" | "--jobs"
+                | "--profile"
+                | "--max-header-size"
+                | "--max-warnings-per-rule"
+                | "--header"
+                | "--ca-file"
         );
         if inline.is_some() && !takes_value {
             return Err(format!("{name} takes no value"));
@@ -213,6 +234,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 o.config.max_header_size = v
                     .parse::<u64>()
                     .map_err(|_| format!("--max-header-size: {v:?} is not a number of bytes"))?;
+            }
+            "--header" => {
+                let v = value("NAME:VALUE")?;
+                let Some((name, val)) = v.split_once(':') else {
+                    return Err("--header: expected NAME:VALUE".to_owned());
+                };
+                o.headers
+                    .push((name.trim().to_owned(), val.trim().to_owned()));
+            }
+            "--ca-file" => {
+                o.ca_file = Some(value("a PEM file")?.into());
             }
             "--max-warnings-per-rule" => {
                 let v = value("a number of warnings")?;

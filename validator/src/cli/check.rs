@@ -77,6 +77,9 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 /// A file met both as a shard of an index and on its own is read once: as part of the index.
 /// Drops the file jobs whose file an index job names as a shard.
 pub(crate) fn fold_shards(jobs: Vec<Job>, o: &Options) -> Vec<Job> {
+    if !jobs.iter().any(|j| matches!(j, Job::File(_))) {
+        return jobs;
+    }
     let mut shards: HashSet<(u64, u64)> = HashSet::new();
     for job in &jobs {
         let Job::Index(path, root) = job else {

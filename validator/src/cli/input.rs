@@ -22,6 +22,8 @@ pub(crate) enum Job {
     Index(PathBuf, Option<PathBuf>),
     /// Standard input.
     Stdin,
+    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`).
+    Url(String),
     /// A path that looks like a checkpoint (or a directory that could hold one, or a
     /// directory with nothing to check) that is not checked: a failure of the run.
     NotChecked(PathBuf, stcheck::ReadError),
@@ -32,6 +34,7 @@ pub(crate) enum Job {
 /// What a path named on the command line is.
 enum Named {
     Stdin,
+    Url(String),
     Dir(PathBuf),
     /// A regular file, or a path that cannot be stat'ed: the check reports the error in order.
     File(PathBuf),
@@ -45,6 +48,9 @@ pub(crate) fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) 
         .map(|p| {
             if p == "-" {
                 return Named::Stdin;
+            }
+            if let Some(url) = p.to_str().filter(|s| super::remote::is_url(s)) {
+                return Named::Url(url.to_owned());
             }
             let path = PathBuf::from(p);
             match fs::metadata(&path).map(|m| FileKind::of(m.file_type())) {
@@ -65,6 +71,7 @@ pub(crate) fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) 
     for n in named {
         match n {
             Named::Stdin => jobs.push(Job::Stdin),
+            Named::Url(url) => jobs.push(Job::Url(url)),
             Named::File(path) => {
                 let is_index = path
                     .file_name()

@@ -36,6 +36,7 @@ mod args;
 mod check;
 mod input;
 mod progress;
+mod remote;
 mod render;
 
 use std::io::{self, Write};
@@ -255,6 +256,7 @@ fn run_job(
             };
             s.finish_job(status, true, written, stop);
         }
+        Job::Url(url) => run_url(url, i, o, &config, turns, sink, stop),
         Job::NotChecked(path, why) => {
             turns.wait(i);
             let mut s = lock(sink);
@@ -274,6 +276,133 @@ fn run_job(
         }
     }
     turns.done(i);
+}
+
+/// The client of the run's URLs, made once (`None` when no URL is named).
+#[cfg(feature = "remote")]
+static CLIENT: std::sync::OnceLock<Result<stcheck::remote::Remote, String>> =
+    std::sync::OnceLock::new();
+
+#[cfg(feature = "remote")]
+fn run_url(
+    url: &str,
+    i: usize,
+    o: &Options,
+    config: &stcheck::Config,
+    turns: &Turns,
+    sink: &Mutex<Sink>,
+    stop: &AtomicBool,
+) {
+    use stcheck::remote::Found;
+    let mut err = io::stderr();
+    let shown = stcheck::escape(url).into_owned();
+    let client = match CLIENT.get_or_init(|| remote::client(o)) {
+        Ok(c) => c,
+        Err(e) => {
+            turns.wait(i);
+            let mut s = lock(sink);
+            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.clone());
+            let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
+            s.finish_job(Status::IoError, false, written, stop);
+            return;
+        }
+    };
+    let is_index = url
+        .split(['?', '#'])
+        .next()
+        .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
+    if is_index {
+        // Shards are written as they are checked: wait for the turn first.
+        turns.wait(i);
+        let mut guard = lock(sink);
+        let s = &mut *guard;
+        s.before_output();
+        let dir = match shown.rfind('/') {
+            Some(k) => shown[..=k].to_owned(),
+            None => String::new(),
+        };
+        let mut out = render::IndexOutput::start_at(&mut s.out, &shown, dir, o);
+        let checked = remote::check(client, url, config, &mut |name, outcome| {
+            out.shard(name, outcome, o)
+        });
+        let cost = cost_of(&checked.cost);
+        let resolved = checked.resolved.as_deref().unwrap_or(&shown).to_owned();
+        let (status, written) = match &checked.outcome {
+            Ok(Found::Index(ic)) => {
+                let status = if ic.report.is_valid() {
+                    Status::Valid
+                } else {
+                    Status::Invalid
+                };
+                (
+                    status,
+                    out.finish_remote(&shown, &ic.report, &resolved, cost),
+                )
+            }
+            Ok(Found::File(_)) => (Status::IoError, Ok(())),
+            Err(e) => {
+                let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+                let r = out.fail(&e);
+                let _ = writeln!(err, "stcheck: {shown}: {e}");
+                (Status::IoError, r)
+            }
+        };
+        s.finish_job(status, true, written, stop);
+        return;
+    }
+    let checked = remote::check(client, url, config, &mut |_, _| {});
+    turns.wait(i);
+    let mut s = lock(sink);
+    s.before_output();
+    let resolved = checked.resolved.as_deref().unwrap_or(&shown);
+    match &checked.outcome {
+        Ok(Found::File(f)) => {
+            let status = if render::file_valid(&f.checked, o) {
+                Status::Valid
+            } else {
+                Status::Invalid
+            };
+            let written = render::remote_file(
+                &mut s.out,
+                &shown,
+                &f.checked,
+                o,
+                resolved,
+                cost_of(&checked.cost),
+            );
+            s.finish_job(status, false, written, stop);
+        }
+        Ok(Found::Index(_)) => s.finish_job(Status::IoError, false, Ok(()), stop),
+        Err(e) => {
+            let _ = s.out.flush();
+            let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, e.to_string());
+            let written = render::unreadable(&mut s.out, &mut err, &shown, &e, o, "file");
+            s.finish_job(Status::IoError, false, written, stop);
+        }
+    }
+}
+
+#[cfg(feature = "remote")]
+fn cost_of(c: &stcheck::remote::Cost) -> stcheck::wire::RemoteCost {
+    stcheck::wire::RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries)
+}
+
+#[cfg(not(feature = "remote"))]
+fn run_url(
+    url: &str,
+    i: usize,
+    o: &Options,
+    _: &stcheck::Config,
+    turns: &Turns,
+    sink: &Mutex<Sink>,
+    stop: &AtomicBool,
+) {
+    turns.wait(i);
+    let mut s = lock(sink);
+    let message = remote::client(o).err().unwrap_or_default();
+    let e = stcheck::ReadError::new(stcheck::ReadErrorKind::Io, message);
+    let written = render::unreadable(&mut s.out, &mut io::stderr(), url, &e, o, "file");
+    s.finish_job(Status::IoError, false, written, stop);
 }
 
 fn exit_code(t: &Summary) -> u8 {

@@ -234,6 +234,26 @@ fn deep_human(
     Ok(())
 }
 
+/// A file checked by URL: its record with the URL requested and what it cost.
+pub(crate) fn remote_file(
+    out: &mut dyn Write,
+    shown: &str,
+    c: &Checked<'_>,
+    o: &Options,
+    resolved: &str,
+    cost: wire::RemoteCost,
+) -> io::Result<()> {
+    if o.json {
+        let opts = wire::Options::new(None)
+            .profile(o.profile)
+            .verbose(o.verbose)
+            .remote();
+        let record = FileRecord::new(shown, c, opts).with_remote(resolved, cost);
+        return wire::write_line(out, "file", &record);
+    }
+    file_human(out, shown, c, o, "")
+}
+
 /// A path that could not be checked: its JSON record on stdout, the message on stderr.
 pub(crate) fn unreadable(
     out: &mut dyn Write,
@@ -283,6 +303,11 @@ impl<'w> IndexOutput<'w> {
             Some(p) if !p.as_os_str().is_empty() => format!("{}/", show(p)),
             _ => String::new(),
         };
+        Self::start_at(out, &shown, dir, o)
+    }
+
+    /// An index shown as `shown`, whose shards are shown under `dir` (ending in `/`).
+    pub(crate) fn start_at(out: &'w mut dyn Write, shown: &str, dir: String, o: &Options) -> Self {
         let mut me = IndexOutput {
             out,
             json: o.json,
@@ -295,7 +320,7 @@ impl<'w> IndexOutput<'w> {
             let r = (|| {
                 me.out
                     .write_all(b"{\"type\":\"index\",\"data\":{\"path\":")?;
-                wire::write_json(me.out, &shown)?;
+                wire::write_json(me.out, shown)?;
                 me.out.write_all(b",\"shards\":[")
             })();
             me.note(r);
@@ -341,13 +366,33 @@ impl<'w> IndexOutput<'w> {
     }
 
     /// The set's verdict, after the shards.
-    pub(crate) fn finish(mut self, shown: &str, rep: &IndexReport) -> io::Result<()> {
+    pub(crate) fn finish(self, shown: &str, rep: &IndexReport) -> io::Result<()> {
+        self.finish_tail(shown, rep, IndexTail::new(rep))
+    }
+
+    /// The verdict of a set fetched from `resolved`, with what it cost.
+    pub(crate) fn finish_remote(
+        self,
+        shown: &str,
+        rep: &IndexReport,
+        resolved: &str,
+        cost: wire::RemoteCost,
+    ) -> io::Result<()> {
+        self.finish_tail(shown, rep, IndexTail::new(rep).with_remote(resolved, cost))
+    }
+
+    fn finish_tail(
+        mut self,
+        shown: &str,
+        rep: &IndexReport,
+        tail_record: IndexTail<'_>,
+    ) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
         if self.json {
             let mut tail = Vec::new();
-            wire::write_json(&mut tail, &IndexTail::new(rep))?;
+            wire::write_json(&mut tail, &tail_record)?;
             self.out.write_all(b"],")?;
             self.out.write_all(tail.get(1..).unwrap_or(&[]))?;
             return self.out.write_all(b"}\n");

@@ -1,0 +1,523 @@
+//! One file's HTTP exchanges: redirects followed by hand (so credentials go only where they
+//! belong), bounded retries with backoff, the file's deadline, and its cost.
+
+use std::io::{self, Read};
+use std::time::{Duration, Instant};
+
+use ureq::http::{HeaderMap, Method};
+
+use super::address::{Origin, Url};
+use super::{Cost, ErrorKind, Remote, RemoteError};
+
+/// A response whose status is 2xx or 416 (redirects, retries and other statuses are handled).
+pub(super) struct Response {
+    pub(super) status: u16,
+    pub(super) headers: HeaderMap,
+    body: ureq::Body,
+}
+
+impl Response {
+    /// A header's value, if present and text.
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `Content-Length`, if present and a number. An unparsable value is an error.
+    pub(super) fn content_length(&self) -> Result<Option<u64>, RemoteError> {
+        match self.headers.get("content-length") {
+            None => Ok(None),
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .map(Some)
+                .ok_or_else(|| {
+                    RemoteError::new(
+                        ErrorKind::Response,
+                        "the Content-Length header is not a number",
+                    )
+                }),
+        }
+    }
+}
+
+/// The exchanges made for one file (or one index): where credentials may go, the deadline,
+/// and what it cost so far.
+pub(super) struct Session<'r> {
+    remote: &'r Remote,
+    /// Credentials are sent only to this origin, the one the user named.
+    home: Origin,
+    /// The URL the job started at (messages name a URL only when it is another one).
+    start: Url,
+    deadline: Option<Instant>,
+    pub(super) cost: Cost,
+}
+
+/// Statuses retried with backoff.
+fn retryable(status: u16) -> bool {
+    matches!(status, 429 | 500 | 502 | 503 | 504)
+}
+
+/// The reason phrase of common statuses, for messages.
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        410 => "Gone",
+        416 => "Range Not Satisfiable",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+fn status_text(status: u16) -> String {
+    match reason(status) {
+        "" => format!("HTTP {status}"),
+        r => format!("HTTP {status} {r}"),
+    }
+}
+
+impl<'r> Session<'r> {
+    /// A session for a job that starts at `url`, with `timeout` for all of it.
+    pub(super) fn new(remote: &'r Remote, url: &Url, timeout: Option<Duration>) -> Self {
+        Session {
+            remote,
+            home: url.origin(),
+            start: url.clone(),
+            deadline: timeout.map(|t| Instant::now() + t),
+            cost: Cost::default(),
+        }
+    }
+
+    pub(super) fn options(&self) -> &'r super::RemoteOptions {
+        &self.remote.options
+    }
+
+    fn remaining(&self) -> Result<Option<Duration>, RemoteError> {
+        match self.deadline {
+            None => Ok(None),
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Ok(Some(left)),
+                _ => Err(self.out_of_time()),
+            },
+        }
+    }
+
+    fn out_of_time(&self) -> RemoteError {
+        RemoteError::new(
+            ErrorKind::Timeout,
+            format!(
+                "gave up after {} s, the time allowed for one file",
+                self.remote.options.total_timeout.as_secs_f64()
+            ),
+        )
+    }
+
+    /// Send `method` for `url` with an optional inclusive byte range; follow redirects and
+    /// retry 429/5xx and failed connections. Returns a 2xx or 416 response; any other status
+    /// is an error.
+    pub(super) fn send(
+        &mut self,
+        method: Method,
+        url: &Url,
+        range: Option<(u64, u64)>,
+    ) -> Result<Response, RemoteError> {
+        let opts = &self.remote.options;
+        let mut url = url.clone();
+        let mut visited = vec![url.clone()];
+        let mut retries = 0u32;
+        let mut hops = 0u32;
+        loop {
+            let timeout = self.remaining()?;
+            self.cost.requests += 1;
+            let result = self.request(&method, &url, range, timeout);
+            let resp = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    if e.retryable && retries < opts.max_retries {
+                        retries += 1;
+                        self.cost.retries += 1;
+                        self.wait(opts.backoff(retries))?;
+                        continue;
+                    }
+                    return Err(e.error);
+                }
+            };
+            let status = resp.status().as_u16();
+            match status {
+                200..=299 | 416 => {
+                    let (parts, body) = resp.into_parts();
+                    return Ok(Response {
+                        status,
+                        headers: parts.headers,
+                        body,
+                    });
+                }
+                301 | 302 | 303 | 307 | 308 => {
+                    let location = resp
+                        .headers()
+                        .get("location")
+                        .and_then(|v| v.to_str().ok())
+                        .ok_or_else(|| {
+                            RemoteError::new(
+                                ErrorKind::Redirect,
+                                format!("{} without a usable Location header", status_text(status)),
+                            )
+                        })?;
+                    let next = url
+                        .join(location)
+                        .map_err(|e| RemoteError::new(ErrorKind::Redirect, e))?;
+                    if visited.contains(&next) {
+                        return Err(RemoteError::new(
+                            ErrorKind::Redirect,
+                            format!(
+                                "redirect loop: {} leads back to {}",
+                                url.shown(),
+                                next.shown()
+                            ),
+                        ));
+                    }
+                    if hops >= opts.max_redirects {
+                        return Err(RemoteError::new(
+                            ErrorKind::Redirect,
+                            format!("more than {} redirects", opts.max_redirects),
+                        ));
+                    }
+                    hops += 1;
+                    self.cost.redirects += 1;
+                    visited.push(next.clone());
+                    url = next;
+                    retries = 0;
+                }
+                s if retryable(s) && retries < opts.max_retries => {
+                    let asked = resp
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok());
+                    drop(resp);
+                    let wait = match asked {
+                        Some(secs) if Duration::from_secs(secs) > opts.max_retry_after => {
+                            return Err(RemoteError::status(
+                                s,
+                                format!(
+                                    "{}{}; it asks to retry after {secs} s, more than the {} s allowed",
+                                    status_text(s),
+                                    self.from(&url),
+                                    opts.max_retry_after.as_secs()
+                                ),
+                            ));
+                        }
+                        Some(secs) => Duration::from_secs(secs).max(opts.backoff(retries + 1)),
+                        None => opts.backoff(retries + 1),
+                    };
+                    retries += 1;
+                    self.cost.retries += 1;
+                    self.wait(wait)?;
+                }
+                s => {
+                    let tried = if retryable(s) {
+                        match opts.max_retries {
+                            1 => " (after 1 retry)".to_owned(),
+                            n => format!(" (after {n} retries)"),
+                        }
+                    } else {
+                        String::new()
+                    };
+                    return Err(RemoteError::status(
+                        s,
+                        format!("{}{}{tried}", status_text(s), self.from(&url)),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `"URL: "` for a URL other than the one the job started at (after a redirect).
+    fn at(&self, url: &Url) -> String {
+        if *url == self.start {
+            String::new()
+        } else {
+            format!("{}: ", url.shown())
+        }
+    }
+
+    /// `" from URL"` for a URL other than the one the job started at.
+    fn from(&self, url: &Url) -> String {
+        if *url == self.start {
+            String::new()
+        } else {
+            format!(" from {}", url.shown())
+        }
+    }
+
+    /// Sleep `d`, unless it would pass the deadline.
+    fn wait(&self, d: Duration) -> Result<(), RemoteError> {
+        if let Some(left) = self.remaining()? {
+            if d >= left {
+                return Err(self.out_of_time());
+            }
+        }
+        std::thread::sleep(d);
+        Ok(())
+    }
+
+    /// One exchange, no redirect followed.
+    fn request(
+        &self,
+        method: &Method,
+        url: &Url,
+        range: Option<(u64, u64)>,
+        timeout: Option<Duration>,
+    ) -> Result<ureq::http::Response<ureq::Body>, Failed> {
+        let target = url.request_target();
+        let builder = ureq::http::Request::builder()
+            .method(method.clone())
+            .uri(&target)
+            .header("accept-encoding", "identity");
+        let builder = match range {
+            Some((a, b)) => builder.header("range", format!("bytes={a}-{b}")),
+            None => builder,
+        };
+        let mut builder = builder;
+        if url.origin() == self.home {
+            for (name, value) in &self.remote.options.headers {
+                builder = builder.header(name.as_str(), value.as_str());
+            }
+            // An Authorization header given explicitly wins over HF_TOKEN.
+            let explicit = self
+                .remote
+                .options
+                .headers
+                .iter()
+                .any(|(n, _)| n == "authorization");
+            if self.home == self.remote.hf_origin && !explicit {
+                if let Some(token) = &self.remote.options.hf_token {
+                    builder = builder.header("authorization", format!("Bearer {token}"));
+                }
+            }
+        }
+        let request = builder.body(()).map_err(|_| Failed {
+            error: RemoteError::new(
+                ErrorKind::Address,
+                format!("cannot build a request for {}", url.shown()),
+            ),
+            retryable: false,
+        })?;
+        let agent = &self.remote.agent;
+        let request = agent
+            .configure_request(request)
+            .timeout_global(timeout)
+            .build();
+        agent.run(request).map_err(|e| self.failed(e, url))
+    }
+
+    fn failed(&self, e: ureq::Error, url: &Url) -> Failed {
+        let shown = url.shown();
+        let at = self.at(url);
+        let (kind, message, retryable) = match &e {
+            ureq::Error::Timeout(t) => (
+                ErrorKind::Timeout,
+                format!("{at}{}", timeout_message(*t, self.options())),
+                false,
+            ),
+            ureq::Error::HostNotFound => (
+                ErrorKind::Network,
+                format!("host not found: {}", url.origin()),
+                false,
+            ),
+            ureq::Error::Io(io)
+                if io
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<rustls::Error>()) =>
+            {
+                (
+                    ErrorKind::Tls,
+                    format!("TLS with {}: {}", url.origin(), self.scrub(&io.to_string())),
+                    false,
+                )
+            }
+            ureq::Error::Io(io) => (
+                ErrorKind::Network,
+                format!("{at}{}", self.scrub(&io.to_string())),
+                matches!(
+                    io.kind(),
+                    io::ErrorKind::ConnectionRefused
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::UnexpectedEof
+                        | io::ErrorKind::BrokenPipe
+                ),
+            ),
+            ureq::Error::ConnectionFailed => (
+                ErrorKind::Network,
+                format!("could not connect to {}", url.origin()),
+                true,
+            ),
+            ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => (
+                ErrorKind::Tls,
+                format!("TLS with {}: {}", url.origin(), self.scrub(&e.to_string())),
+                false,
+            ),
+            ureq::Error::BadUri(_) | ureq::Error::Http(_) => (
+                ErrorKind::Address,
+                format!("the HTTP client does not accept the URL {shown}"),
+                false,
+            ),
+            ureq::Error::Protocol(_) => (
+                ErrorKind::Response,
+                format!(
+                    "{at}the response is not valid HTTP/1.1 ({})",
+                    self.scrub(&e.to_string())
+                ),
+                false,
+            ),
+            ureq::Error::LargeResponseHeader(..) => (
+                ErrorKind::Response,
+                format!("the response headers from {shown} are too large"),
+                false,
+            ),
+            _ => (
+                ErrorKind::Response,
+                format!("{at}{}", self.scrub(&e.to_string())),
+                false,
+            ),
+        };
+        Failed {
+            error: RemoteError::new(kind, message),
+            retryable,
+        }
+    }
+
+    /// A failure while reading a body, `what` saying what was being read.
+    pub(super) fn body_error(&self, e: io::Error, what: &str) -> RemoteError {
+        let inner = e.get_ref().and_then(|x| x.downcast_ref::<ureq::Error>());
+        if let Some(ureq::Error::Timeout(t)) = inner {
+            return RemoteError::new(
+                ErrorKind::Timeout,
+                format!("{what}: {}", timeout_message(*t, self.options())),
+            );
+        }
+        if let Some(u) = inner {
+            return RemoteError::new(
+                ErrorKind::Network,
+                format!("{what}: {}", self.scrub(&u.to_string())),
+            );
+        }
+        match e.kind() {
+            // Our own minimum-speed check.
+            io::ErrorKind::TimedOut => RemoteError::new(
+                ErrorKind::Timeout,
+                format!("{what}: {}", self.scrub(&e.to_string())),
+            ),
+            io::ErrorKind::UnexpectedEof => RemoteError::new(
+                ErrorKind::Network,
+                format!(
+                    "{what}: the connection closed before the end of the body the server announced"
+                ),
+            ),
+            _ => RemoteError::new(
+                ErrorKind::Network,
+                format!("{what}: {}", self.scrub(&e.to_string())),
+            ),
+        }
+    }
+
+    /// Remove every credential value from a message (dependency messages are not ours).
+    pub(super) fn scrub(&self, message: &str) -> String {
+        self.remote.options.scrub(message)
+    }
+
+    /// The body of `resp` as a reader that counts into this session's cost and enforces the
+    /// minimum transfer speed.
+    pub(super) fn reader<'s>(&'s mut self, resp: Response) -> Counted<'s> {
+        let opts = &self.remote.options;
+        Counted {
+            inner: resp.body.into_reader(),
+            bytes: &mut self.cost.bytes,
+            window_start: Instant::now(),
+            window_bytes: 0,
+            min_bytes: opts.min_speed_bytes,
+            window: opts.min_speed_window,
+        }
+    }
+}
+
+/// What a timeout of the client means, in the options' terms.
+fn timeout_message(t: ureq::Timeout, o: &super::RemoteOptions) -> String {
+    match t {
+        ureq::Timeout::Global => format!(
+            "gave up after {} s, the time allowed for one file",
+            o.total_timeout.as_secs_f64()
+        ),
+        ureq::Timeout::PerRead | ureq::Timeout::RecvBody => format!(
+            "no data for {} s (the read timeout)",
+            o.read_timeout.as_secs_f64()
+        ),
+        ureq::Timeout::RecvResponse | ureq::Timeout::SendRequest => format!(
+            "the response headers did not arrive within {} s",
+            o.total_timeout.as_secs_f64()
+        ),
+        ureq::Timeout::Connect | ureq::Timeout::Resolve => format!(
+            "could not connect within {} s",
+            o.connect_timeout.as_secs_f64()
+        ),
+        other => format!("timed out ({other})"),
+    }
+}
+
+/// A failed exchange, and whether it is worth another try.
+struct Failed {
+    error: RemoteError,
+    retryable: bool,
+}
+
+/// A response body that counts the bytes it delivers and fails when fewer than `min_bytes`
+/// arrived in a whole `window` (a slow drip that per-read timeouts do not catch).
+pub(super) struct Counted<'s> {
+    inner: ureq::BodyReader<'static>,
+    bytes: &'s mut u64,
+    window_start: Instant,
+    window_bytes: u64,
+    min_bytes: u64,
+    window: Duration,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        *self.bytes += k as u64;
+        self.window_bytes += k as u64;
+        if k > 0 && self.window_start.elapsed() >= self.window {
+            if self.window_bytes < self.min_bytes {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the server sent {} bytes in {} s, less than the minimum of {} bytes",
+                        self.window_bytes,
+                        self.window.as_secs_f64(),
+                        self.min_bytes
+                    ),
+                ));
+            }
+            self.window_start = Instant::now();
+            self.window_bytes = 0;
+        }
+        Ok(k)
+    }
+}
+
+/// Read at most `limit` bytes of `r` (fewer at its end). The buffer grows with what arrives.
+pub(super) fn read_up_to<R: Read>(r: &mut R, limit: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    r.take(limit).read_to_end(&mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,175 @@
+//! `stcheck URL` end to end, against a loopback server: the verdict and exit code equal the
+//! local ones, `--json` shows the URL and what the check cost, an index URL checks the set with
+//! its shards, `hf://` follows `HF_ENDPOINT` with `HF_TOKEN`, a failing server is "could not
+//! check" (exit 2), and credentials never appear in the output.
+#![cfg(feature = "remote")]
+
+mod remote_support;
+
+use std::process::Command;
+
+use remote_support::{serve_file, zeros_file, Reply, Server};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_ENDPOINT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run stcheck");
+    Out {
+        code: out.status.code().expect("exit code"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+fn bad_file() -> Vec<u8> {
+    let mut f = zeros_file(2);
+    f.push(0); // a trailing byte: DATA-TRAILING
+    f
+}
+
+fn shard(name: &str) -> Vec<u8> {
+    stcheck::write::serialize(
+        &[stcheck::write::TensorSpec::new(
+            name,
+            stcheck::Dtype::F32,
+            &[1],
+            &[0; 4],
+        )],
+        &[],
+    )
+    .expect("shard")
+}
+
+fn server() -> Server {
+    let good = zeros_file(3);
+    let bad = bad_file();
+    let (s1, s2) = (shard("a"), shard("b"));
+    let index = br#"{"metadata":{"total_size":8},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}}"#.to_vec();
+    Server::start(move |req| match req.path() {
+        "/good.safetensors" => serve_file(req, &good, true),
+        "/bad.safetensors" => serve_file(req, &bad, true),
+        "/set/m.safetensors.index.json" => serve_file(req, &index, true),
+        "/set/m-1.safetensors" => serve_file(req, &s1, true),
+        "/set/m-2.safetensors" => serve_file(req, &s2, true),
+        "/hub/org/repo/resolve/main/good.safetensors" => {
+            if req.header("authorization") == Some("Bearer hf_secret_token") {
+                serve_file(req, &good, true)
+            } else {
+                Reply::new(401)
+            }
+        }
+        "/broken.safetensors" => Reply::new(500),
+        _ => Reply::new(404),
+    })
+}
+
+#[test]
+fn urls_get_the_local_verdict_with_their_cost() {
+    let s = server();
+    let good = s.url("/good.safetensors");
+    let bad = s.url("/bad.safetensors");
+    let out = run(&[&good], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out
+        .stdout
+        .starts_with(&format!("{good}: ok (1 tensors, 3 parameters")));
+    let out = run(&["--json", &good, &bad], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    assert_eq!(v[0]["data"]["status"], "valid");
+    assert_eq!(v[0]["data"]["mode"], "remote");
+    assert_eq!(v[0]["data"]["cost"]["requests"], 1);
+    assert!(v[0]["data"]["cost"]["bytes"].as_u64().unwrap_or(0) <= 65_536);
+    assert_eq!(v[1]["data"]["error"]["rule"], "DATA-TRAILING");
+    let local = stcheck::validate(&bad_file(), &stcheck::Config::default()).expect_err("bad");
+    assert_eq!(v[1]["data"]["error"]["offset"], local.offset());
+    // Deep: the body streamed once, with the hash.
+    let out = run(&["--json", "--sha256", &good], &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    assert_eq!(v[0]["data"]["deep"]["bytes_scanned"], 12);
+    assert_eq!(
+        v[0]["data"]["deep"]["sha256"].as_str().map(str::len),
+        Some(64)
+    );
+}
+
+#[test]
+fn an_index_url_checks_the_set() {
+    let s = server();
+    let index = s.url("/set/m.safetensors.index.json");
+    let out = run(&[&index], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out
+        .stdout
+        .starts_with(&format!("{index}: ok (index of 2 shards; 2 tensors")));
+    assert!(out.stdout.contains("shard "), "{}", out.stdout);
+    let out = run(&["--json", &index], &[]);
+    let v = lines(&out.stdout);
+    assert_eq!(v[0]["type"], "index");
+    assert_eq!(v[0]["data"]["status"], "valid");
+    assert_eq!(v[0]["data"]["shards"].as_array().map(Vec::len), Some(2));
+    assert!(v[0]["data"]["cost"]["requests"].as_u64().unwrap_or(0) >= 3);
+}
+
+#[test]
+fn hf_addresses_use_the_endpoint_and_token_and_never_print_it() {
+    let s = server();
+    let endpoint = s.url("/hub/");
+    let env = [
+        ("HF_ENDPOINT", endpoint.as_str()),
+        ("HF_TOKEN", "hf_secret_token"),
+    ];
+    let out = run(&["--json", "hf://org/repo/good.safetensors"], &env);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("hf_secret_token") && !out.stderr.contains("hf_secret_token"));
+    // Without the token the server refuses: could not check, exit 2.
+    let out = run(
+        &["hf://org/repo/good.safetensors"],
+        &[("HF_ENDPOINT", &endpoint)],
+    );
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("could not check"), "{}", out.stderr);
+}
+
+#[test]
+fn a_failing_server_is_could_not_check_never_a_verdict() {
+    let s = server();
+    let url = s.url("/broken.safetensors");
+    let out = run(
+        &[
+            "--json",
+            "--header",
+            "X-Api-Key: key-that-must-not-show",
+            &url,
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    assert_eq!(v[0]["data"]["status"], "io_error");
+    assert!(!out.stdout.contains("key-that-must-not-show"));
+    assert!(!out.stderr.contains("key-that-must-not-show"));
+    let out = run(&[&s.url("/missing.safetensors")], &[]);
+    assert_eq!(out.code, 2);
+}
