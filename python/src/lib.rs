@@ -315,32 +315,51 @@ fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(Strin
     let mut shards: Vec<String> = Vec::new();
     let result = read_index(path, &s.config).and_then(|bytes| {
         index::check_index_with(&bytes, &source, &s.config, &mut |name, outcome| {
-            let shard_path = format!("{dir}{}", stcheck::escape(name));
-            shards.push(match outcome {
-                ShardOutcome::Checked(c) => json(&FileRecord::shard(
-                    name,
-                    &shard_path,
-                    c,
-                    s.wire(Some(s.mode)),
-                )),
-                ShardOutcome::NotChecked(f) => json(&MissingShardRecord::new(name, &shard_path, f)),
-            });
+            shards.push(shard_record(&dir, name, outcome, s));
         })
     });
-    let head = format!(
-        "{{\"path\":{},\"shards\":[{}],",
-        json(&shown),
-        shards.join(",")
-    );
     match result {
         Ok(report) => {
-            let tail = json(&IndexTail::new(&report));
-            let record = format!("{head}{}", tail.get(1..).unwrap_or("}"));
+            let record = index_record(&shown, &shards, Ok(IndexTail::new(&report)));
             let kept = match report.is_valid() {
                 true => source.kept.into_inner(),
                 false => Vec::new(),
             };
-            (("index", record, None), kept)
+            (record, kept)
+        }
+        Err(e) => (index_record(&shown, &shards, Err(&e)), Vec::new()),
+    }
+}
+
+/// A shard's record inside an index record, the shard shown under `dir`.
+fn shard_record(dir: &str, name: &str, outcome: ShardOutcome<'_, '_>, s: &Settings) -> String {
+    let path = format!("{dir}{}", stcheck::escape(name));
+    match outcome {
+        ShardOutcome::Checked(c) => json(&FileRecord::shard(name, &path, c, s.wire(Some(s.mode)))),
+        ShardOutcome::NotChecked(f) => json(&MissingShardRecord::new(name, &path, f)),
+    }
+}
+
+/// An `index` record as the CLI writes it: the path, the shards' records, then the set's
+/// verdict (or why the set could not be checked).
+fn index_record(
+    shown: &str,
+    shards: &[String],
+    tail: Result<IndexTail<'_>, &ReadError>,
+) -> Outcome {
+    let head = format!(
+        "{{\"path\":{},\"shards\":[{}],",
+        json(shown),
+        shards.join(",")
+    );
+    match tail {
+        Ok(tail) => {
+            let tail = json(&tail);
+            (
+                "index",
+                format!("{head}{}", tail.get(1..).unwrap_or("}")),
+                None,
+            )
         }
         Err(e) => {
             let record = format!(
@@ -348,7 +367,7 @@ fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(Strin
                 json(&e.to_string()),
                 json(e.kind().as_str())
             );
-            (("index", record, errno(&e)), Vec::new())
+            ("index", record, errno(e))
         }
     }
 }
@@ -417,6 +436,98 @@ fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<
     }))
 }
 
+/// Files and sharded sets by URL, through the library's remote source (`stcheck::remote`),
+/// with the records the CLI writes for them.
+#[cfg(feature = "remote")]
+mod remote {
+    use std::sync::OnceLock;
+
+    use stcheck::remote::{Depth, Found, Remote, RemoteOptions};
+    use stcheck::wire::{FileRecord, IndexTail, RemoteCost, UnreadableRecord};
+    use stcheck::{ReadError, ReadErrorKind};
+
+    use super::{index_record, json, shard_record, Outcome, Settings};
+
+    /// The client of the process, made once from `HF_TOKEN` and `HF_ENDPOINT`, as the CLI's.
+    static CLIENT: OnceLock<Result<Remote, String>> = OnceLock::new();
+
+    fn unreadable(shown: &str, message: String) -> Outcome {
+        let e = ReadError::new(ReadErrorKind::Io, message);
+        ("file", json(&UnreadableRecord::new(shown, &e)), None)
+    }
+
+    /// Check one address: header-level with range requests, or the body streamed once when
+    /// the options read the data. An address whose path ends in `.safetensors.index.json` is
+    /// a sharded set.
+    pub(super) fn check(url: &str, s: &Settings) -> Outcome {
+        let shown = stcheck::escape(url).into_owned();
+        let client = CLIENT
+            .get_or_init(|| Remote::new(RemoteOptions::from_env()).map_err(|e| e.to_string()));
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => return unreadable(&shown, e.clone()),
+        };
+        let depth = match s.config.reads_data() {
+            true => Depth::Deep {
+                sha256: s.config.sha256,
+            },
+            false => Depth::Header,
+        };
+        let is_index = url
+            .split(['?', '#'])
+            .next()
+            .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
+        let dir = match shown.rfind('/') {
+            Some(k) => shown[..=k].to_owned(),
+            None => String::new(),
+        };
+        let mut shards: Vec<String> = Vec::new();
+        let checked = client.check_with(url, &s.config, depth, &mut |name, outcome| {
+            shards.push(shard_record(&dir, name, outcome, s));
+        });
+        let c = &checked.cost;
+        let cost = RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries);
+        let resolved = checked.resolved.as_deref().unwrap_or(&shown);
+        match (&checked.outcome, is_index) {
+            (Ok(Found::Index(ic)), _) => index_record(
+                &shown,
+                &shards,
+                Ok(IndexTail::new(&ic.report).with_remote(resolved, cost)),
+            ),
+            (Ok(Found::File(f)), false) => {
+                let record = FileRecord::new(&shown, &f.checked, s.wire(None).remote())
+                    .with_remote(resolved, cost);
+                ("file", json(&record), None)
+            }
+            (Ok(Found::File(_)), true) => {
+                let e = ReadError::new(ReadErrorKind::Io, "the address held no index");
+                index_record(&shown, &shards, Err(&e))
+            }
+            (Err(e), true) => {
+                let e = ReadError::new(ReadErrorKind::Io, e.to_string());
+                index_record(&shown, &shards, Err(&e))
+            }
+            (Err(e), false) => unreadable(&shown, e.to_string()),
+        }
+    }
+}
+
+/// Check a file or a sharded set by URL (`http://`, `https://`, `hf://`): the record
+/// `stcheck --json URL` writes. Credentials come from `HF_TOKEN`, the hub from `HF_ENDPOINT`.
+#[cfg(feature = "remote")]
+#[pyfunction]
+fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Outcome> {
+    let s = settings(opts)?;
+    Ok(py.detach(|| remote::check(&url, &s)))
+}
+
+/// Whether `arg` names an address the remote source takes, as the CLI decides it.
+#[cfg(feature = "remote")]
+#[pyfunction]
+fn is_url(arg: &str) -> bool {
+    stcheck::remote::is_url(arg)
+}
+
 /// Every rule of SPEC.md: `(id, kind, severity)`.
 #[pyfunction]
 fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -435,11 +546,15 @@ mod _native {
         rules_table,
     };
 
+    #[cfg(feature = "remote")]
+    #[pymodule_export]
+    use super::{check_url, is_url};
+
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
         use pyo3::types::PyModuleMethods as _;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-        m.add("remote", false)?;
+        m.add("remote", cfg!(feature = "remote"))?;
         Ok(())
     }
 }

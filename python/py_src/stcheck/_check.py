@@ -74,11 +74,19 @@ def options(
 
 
 def is_url(target: Any) -> bool:
-    """Whether ``target`` is a string naming a URL (``http://``, ``https://``, ``hf://``).
-
-    Only ``str`` targets are URLs: a ``pathlib.Path`` or ``bytes`` path is always a path.
-    """
-    return isinstance(target, str) and target.startswith(URL_SCHEMES)
+    """Whether ``target`` is a string naming a URL (``http://``, ``https://``, ``hf://``, any
+    case), as the CLI decides it. Only ``str`` targets are URLs: a ``pathlib.Path`` is always
+    a path."""
+    if not isinstance(target, str):
+        return False
+    try:
+        target.encode("utf-8")
+    except UnicodeEncodeError:
+        return False  # a name that is not UTF-8 is a path, as for the CLI
+    native = getattr(_native, "is_url", None)
+    if native is not None:
+        return bool(native(target))
+    return target[:8].lower().startswith(URL_SCHEMES)
 
 
 def _is_index(path: Any) -> bool:
@@ -98,18 +106,18 @@ def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tu
 
 
 def _check_url(url: str, opts: Dict[str, Any]) -> Tuple[str, str, Optional[int]]:
-    """The hook for remote checking. When the library's remote checking (feature ``remote``,
-    ``stcheck::remote``) is built into the native module, it exposes ``check_url(url, opts)``
-    returning the same ``(type, json, errno)`` as ``check_path``, and this calls it; until
-    then a URL is a path that cannot be checked."""
+    """The one way URLs are checked: the native ``check_url``, which runs the library's remote
+    source (``stcheck::remote``, the native crate's default feature ``remote``) and returns the
+    record ``stcheck --json URL`` writes. A build without it gives an ``io_error`` record (and
+    ``check`` raises ``RemoteUnavailableError``): a URL is never valid unless checked."""
     native = getattr(_native, "check_url", None)
     if native is not None:
-        return native(url, opts)
+        return native(url, opts)  # type: ignore[no-any-return]
     data = {
         "path": url,
         "status": "io_error",
         "io_error": "checking files by URL needs stcheck built with remote checking "
-        "(the library's `remote` feature), which this build lacks",
+        "(the `remote` feature), which this build lacks",
         "read_error": "unsupported",
     }
     return ("file", json.dumps(data), None)
@@ -163,7 +171,7 @@ def check(
 
     ``target`` is a path (``str`` or ``os.PathLike``, e.g. ``pathlib.Path``), the
     file's contents as ``bytes``/``bytearray``/``memoryview`` (shown as ``name``), or a URL
-    (once remote checking is built in). A path ending in ``.safetensors.index.json`` is
+    (``http://``, ``https://``, ``hf://``: checked by the library's remote source). A path ending in ``.safetensors.index.json`` is
     checked as a sharded set, as ``check_index`` does. Options: see ``stcheck.options``
     (``profile="strict"``, ``deep=False``, ``sha256=False``, ``deny_warnings=False``,
     ``deny_nonfinite=False``, ...; ``verbose=True`` lists the tensors and metadata).

@@ -16,9 +16,8 @@ Each record is exactly the line ``stcheck --json`` writes for that target
 (``{"type": "file" | "index" | "not_checked", "data": {...}}``), and the summary is its
 ``summary`` line; the records come back in the order of ``targets``. Targets are paths
 (files, or ``*.safetensors.index.json`` sharded sets checked as a set) as the workers see them
-(a shared file system, or a local disk per worker with the paths it holds), and URLs: a URL
-is checked by the library's remote checker where it is built in (``stcheck.is_url``; see
-``stcheck._check._check_url``, the one hook), and is an ``io_error`` record until then.
+(a shared file system, or a local disk per worker with the paths it holds), and URLs, checked
+by the library's remote source without downloading the files (``stcheck.is_url``).
 
 The map step is ``check_partition(targets, options)`` (``stcheck.records``: the paths of a
 partition are checked in one native call), a plain function of a list of targets
