@@ -17,6 +17,9 @@
 #   --report-only  run nothing: rewrite CONFORMANCE.md from the results of the last run
 #               (target/conformance-results), e.g. after editing conformance/analysis.md
 #
+# Then the writers: conformance/run-writers.sh with the same options (its writers, known
+# failures and part of CONFORMANCE.md; see conformance/WRITER-PROTOCOL.md).
+#
 # Exit status: 0 when every adapter's results match its known-failures file and the acceptance
 # checks hold; 1 otherwise (every adapter is still run, and CONFORMANCE.md still written).
 set -uo pipefail
@@ -154,6 +157,17 @@ if [ "$ci" = 0 ]; then
   } > CONFORMANCE.md.tmp && mv CONFORMANCE.md.tmp CONFORMANCE.md
   echo "== wrote CONFORMANCE.md"
 fi
+
+# --- writers (conformance/run-writers.sh): after the readers, so that without --ci the
+# writers part is spliced into the CONFORMANCE.md just written.
+writer_args=()
+[ "$ci" = 1 ] && writer_args+=(--ci)
+[ "$large" = 1 ] && writer_args+=(--large)
+[ "$bless" = 1 ] && writer_args+=(--bless)
+[ "$setup" = 0 ] && writer_args+=(--no-setup)
+[ "$report_only" = 1 ] && writer_args+=(--report-only)
+bash conformance/run-writers.sh "${writer_args[@]}" || status=1
+# --- end writers
 
 if [ "$status" = 0 ]; then
   echo "run-all.sh: every result is as recorded"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtual environment for the conformance adapters:
 #   target/conformance-venv  with safetensors + numpy + ml_dtypes (always), mlx + mlx-cpu
-#   (with --mlx). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports.
+#   (with --mlx). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports,
+#   and gives NumPy the BF16 and F8 types the writer adapters need.
 # Idempotent: a venv whose pinned packages are already installed is left as it is.
 # Usage: conformance/setup-python.sh [--mlx]
 set -euo pipefail

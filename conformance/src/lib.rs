@@ -3,3 +3,6 @@ pub mod runner;
 
 /// The golden corpus: text recipes, the deterministic generator, and the manifest.
 pub mod corpus;
+
+/// The writer suite: tasks, the writer protocol, judging, known failures, reports.
+pub mod writers;

@@ -100,6 +100,15 @@ fn is_deep_rule(id: &str) -> bool {
     matches!(id, "DATA-BOOL" | "DATA-NONFINITE" | "DATA-POLYGLOT")
 }
 
+/// The warnings of a recipe that a header-level check (no deep scan) reports.
+fn header_level_warnings(r: &Recipe) -> Vec<&str> {
+    r.warnings
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !is_deep_rule(w))
+        .collect()
+}
+
 /// Compare a report with the expected content the manifest records.
 fn check_content(r: &Recipe, file: &[u8], report: &stcheck::Report<'_>, out: &mut Vec<String>) {
     let want = match corpus::case_entry(r, file).map(|c| c.expected) {
@@ -201,12 +210,7 @@ fn strict_agrees_with_every_recipe() {
             }
         };
         // The header-level result, before the deep scan.
-        let header_warnings: Vec<&str> = r
-            .warnings
-            .iter()
-            .map(String::as_str)
-            .filter(|w| !is_deep_rule(w))
-            .collect();
+        let header_warnings = header_level_warnings(r);
         if ids(report.warnings()) != header_warnings {
             failures.push(format!(
                 "{}: header-level warnings {:?}, recipe {:?}",
@@ -337,6 +341,24 @@ fn deep_flag_matches_what_a_header_only_check_sees() {
     }
 }
 
+/// Whether every case the reader table cites for this portable rule is a probe case
+/// (`index/...`, `probe/...` of conformance/probes/cases.json), none a corpus file.
+fn probe_only(rule: Rule) -> bool {
+    let table = stcheck::portable::ReaderTable::builtin().expect("corpus/readers.json loads");
+    let mut rows = table
+        .behaviours()
+        .iter()
+        .filter(|b| b.rule() == rule)
+        .peekable();
+    rows.peek().is_some()
+        && rows.all(|b| {
+            b.cases()
+                .iter()
+                .chain(b.near_misses())
+                .all(|c| c.starts_with("index/") || c.starts_with("probe/"))
+        })
+}
+
 #[test]
 fn every_rule_is_covered_on_both_sides() {
     let all = recipes();
@@ -356,6 +378,31 @@ fn every_rule_is_covered_on_both_sides() {
     let mut missing = Vec::new();
     for rule in Rule::ALL {
         let id = rule.id();
+        if probe_only(*rule) {
+            // Portable rules shown only on sharded sets or files too large for the manifest
+            // (conformance/probes/cases.json): tests/portable.rs and the probes cover them.
+            continue;
+        }
+        if rule.is_portable() {
+            // The portable profile: a case it rejects (`portable: reject`) and a near miss
+            // strict and portable both accept, each naming the rule; large cases count.
+            let names = |r: &&Recipe| r.rules.iter().any(|x| x == id);
+            let rejected = all
+                .iter()
+                .filter(names)
+                .any(|r| r.portable == Some(Verdict::Reject));
+            let near = all
+                .iter()
+                .filter(names)
+                .any(|r| r.verdict == Verdict::Accept && r.portable.is_none());
+            if *rule != Rule::PortableRefused && !rejected {
+                missing.push(format!("{id}: no case the portable profile rejects"));
+            }
+            if !near {
+                missing.push(format!("{id}: no accepted near-miss case"));
+            }
+            continue;
+        }
         match rule.severity() {
             Severity::Error => {
                 if !rejected.contains(id) {
@@ -495,10 +542,17 @@ fn strict_agrees_with_the_large_cases() {
         match stcheck::validate(&file, &Config::default()) {
             Ok(rep) => {
                 assert!(corpus::strict_accepts(r), "{}: stcheck accepts", r.id);
-                assert_eq!(ids(rep.warnings()), r.warnings, "{}", r.id);
+                assert_eq!(ids(rep.warnings()), header_level_warnings(r), "{}", r.id);
                 let mut failures = Vec::new();
                 check_content(r, &file, &rep, &mut failures);
                 assert!(failures.is_empty(), "{failures:?}");
+                if r.deep {
+                    let config = Config::default().deep(true);
+                    let deep = stcheck::Checker::check_slice(&config, &file).verdict;
+                    let deep =
+                        deep.unwrap_or_else(|e| panic!("{}: the deep scan rejects: {e}", r.id));
+                    assert_eq!(ids(deep.warnings()), r.warnings, "{} (deep)", r.id);
+                }
             }
             Err(e) => {
                 assert!(!corpus::strict_accepts(r), "{}: stcheck rejects: {e}", r.id);
@@ -511,4 +565,56 @@ fn strict_agrees_with_the_large_cases() {
             }
         }
     }
+}
+
+/// Where the portable profile (`stcheck::portable`, every reader of `corpus/readers.json`)
+/// disagrees with a recipe strict accepts: it must reject exactly the cases marked `portable:
+/// reject`, among others by the first `PORTABLE-*` rule of their `rules`.
+fn portable_disagreement(r: &Recipe, file: &[u8]) -> Option<String> {
+    let table = stcheck::portable::ReaderTable::builtin().expect("corpus/readers.json loads");
+    let options = stcheck::portable::Options::all(table);
+    let report = match stcheck::validate(file, &Config::default()) {
+        Ok(rep) => rep,
+        Err(e) => return Some(format!("{}: strict rejects: {e}", r.id)),
+    };
+    let result = stcheck::portable::check_file(table, &report, &options);
+    let want = r.portable == Some(Verdict::Reject);
+    let first_rule = r.rules.iter().find(|id| id.starts_with("PORTABLE-"));
+    match (result.findings().first(), want) {
+        (None, false) => None,
+        (None, true) => Some(format!(
+            "{}: recipe portable: reject, stcheck's portable profile accepts",
+            r.id
+        )),
+        (Some(f), false) => Some(format!("{}: stcheck's portable profile rejects: {f}", r.id)),
+        (Some(_), true) => {
+            let got: BTreeSet<&str> = result.findings().iter().map(|f| f.rule().id()).collect();
+            (!first_rule.is_some_and(|id| got.contains(id.as_str()))).then(|| {
+                format!(
+                    "{}: portable rejects by {got:?}, recipe names {first_rule:?}",
+                    r.id
+                )
+            })
+        }
+    }
+}
+
+#[test]
+fn portable_agrees_with_every_recipe() {
+    let mut failures = Vec::new();
+    let mut rejected = 0;
+    for r in committed_files(&recipes()).filter(|r| corpus::strict_accepts(r)) {
+        rejected += usize::from(r.portable.is_some());
+        failures.extend(portable_disagreement(r, &bytes_of(r)));
+    }
+    assert!(
+        rejected >= 10,
+        "only {rejected} cases marked portable: reject"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} disagreement(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

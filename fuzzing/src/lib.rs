@@ -568,7 +568,8 @@ fn sanitize_name(raw: String) -> String {
             }
         })
         .collect();
-    if name.is_empty() || name == "__metadata__" {
+    if name.is_empty() || name == "__metadata__" || stcheck::portable::special_name(&name).is_some()
+    {
         name.insert(0, 't');
     }
     if stcheck::internal::is_path_like(&name) {

@@ -20,7 +20,7 @@ use crate::deep::{DeepReport, DeepScan};
 use crate::error::Error;
 use crate::frame;
 use crate::header;
-use crate::limits::Config;
+use crate::limits::{Config, HEAD_LEN};
 use crate::reference::{self, Verdict};
 use crate::report::{Report, Warnings};
 
@@ -103,10 +103,21 @@ enum Stage<'a> {
         n: u64,
         buf: Vec<u8>,
     },
+    /// The length field cannot be a header length: reading up to [`HEAD_LEN`] bytes of the
+    /// file in all to tell whether it is another format (`FRAME-NOT-SAFETENSORS`).
+    Sniff(Box<SniffStage>),
     /// The header is valid; reading (or skipping) the data region.
     Data(Box<DataStage<'a>>),
     /// The verdict is known.
     Done(Box<Result<Report<'a>, Error>>),
+}
+
+#[derive(Debug)]
+struct SniffStage {
+    /// The first bytes of the file, the length field included.
+    head: Vec<u8>,
+    /// `FRAME-HEADER-LIMIT` or `FRAME-HEADER-BOUNDS`.
+    cause: Error,
 }
 
 #[derive(Debug)]
@@ -159,6 +170,9 @@ impl<'a> Checker<'a> {
         };
         let prefix_len = file.len().min(frame::LENGTH_FIELD);
         c.feed(&file[..prefix_len]);
+        if let Stage::Sniff(_) = c.stage {
+            c.feed(&file[prefix_len..file.len().min(HEAD_LEN)]);
+        }
         if let Stage::Header { prefix, n, .. } = &c.stage {
             let (prefix, n) = (*prefix, *n);
             // `Length` checked the bounds against the known length: the slice holds 8 + n.
@@ -214,6 +228,13 @@ impl<'a> Checker<'a> {
                         self.enter_data(&prefix, Cow::Owned(header));
                     }
                 }
+                Stage::Sniff(s) => {
+                    let take = (HEAD_LEN - s.head.len()).min(bytes.len());
+                    s.head.extend_from_slice(&bytes[..take]);
+                    bytes = &bytes[take..];
+                    self.consumed += take as u64;
+                    self.settle_sniff();
+                }
                 Stage::Data(d) => {
                     if !self.config.reads_data() && self.len.is_some() {
                         return Need::Done;
@@ -255,6 +276,10 @@ impl<'a> Checker<'a> {
         match &self.stage {
             Stage::Length { got, .. } => Some((frame::LENGTH_FIELD - got) as u64),
             Stage::Header { n, buf, .. } => Some(n - buf.len() as u64),
+            Stage::Sniff(s) => {
+                let rest = (HEAD_LEN - s.head.len()) as u64;
+                Some(self.len.map_or(rest, |l| rest.min(l - self.consumed)))
+            }
             Stage::Data(d) => match self.need() {
                 Need::Done => None,
                 Need::More => Some(d.report.data_len() - d.seen + 1),
@@ -272,12 +297,12 @@ impl<'a> Checker<'a> {
     fn start_header(&mut self, prefix: [u8; frame::LENGTH_FIELD]) {
         let n = match frame::header_length(&prefix, &self.config) {
             Ok(n) => n,
-            Err(e) => return self.stage = Stage::Done(Box::new(Err(e))),
+            Err(e) => return self.length_fault(prefix, e),
         };
         self.header_len = Some(n);
         if let Some(len) = self.len {
             if let Err(e) = frame::header_bounds(n, len) {
-                return self.stage = Stage::Done(Box::new(Err(e)));
+                return self.length_fault(prefix, e);
             }
         }
         self.stage = Stage::Header {
@@ -285,6 +310,30 @@ impl<'a> Checker<'a> {
             n,
             buf: Vec::new(),
         };
+    }
+
+    /// The length field is at fault: the verdict, or first the sniff of the file's first
+    /// bytes when the fault is one `FRAME-NOT-SAFETENSORS` may replace.
+    fn length_fault(&mut self, prefix: [u8; frame::LENGTH_FIELD], cause: Error) {
+        if !frame::refinable(&cause) {
+            return self.stage = Stage::Done(Box::new(Err(cause)));
+        }
+        let mut head = Vec::with_capacity(HEAD_LEN);
+        head.extend_from_slice(&prefix);
+        self.stage = Stage::Sniff(Box::new(SniffStage { head, cause }));
+        self.settle_sniff();
+    }
+
+    /// Decide `FRAME-NOT-SAFETENSORS` once the first [`HEAD_LEN`] bytes, or all the file has
+    /// when its length is known, are in.
+    fn settle_sniff(&mut self) {
+        if let Stage::Sniff(s) = &self.stage {
+            let all = s.head.len() >= HEAD_LEN || self.len.is_some_and(|l| self.consumed >= l);
+            if all {
+                let e = frame::identify(s.cause.clone(), &s.head);
+                self.stage = Stage::Done(Box::new(Err(e)));
+            }
+        }
     }
 
     /// After the header bytes: framing, the parse, the layout; then the data stage.
@@ -321,10 +370,13 @@ impl<'a> Checker<'a> {
             Stage::Length { buf, got } => Err(frame::header_length(&buf[..got], &self.config)
                 .err()
                 .unwrap_or_else(|| frame::bounds_error(0, got as u64))),
-            Stage::Header { n, buf, .. } => Err(frame::bounds_error(
-                n,
-                frame::LENGTH_FIELD as u64 + buf.len() as u64,
-            )),
+            // The input ended inside the header: all the file is here to sniff.
+            Stage::Header { prefix, n, buf } => {
+                let cause = frame::bounds_error(n, frame::LENGTH_FIELD as u64 + buf.len() as u64);
+                let rest = &buf[..buf.len().min(HEAD_LEN - frame::LENGTH_FIELD)];
+                Err(frame::identify(cause, &[&prefix[..], rest].concat()))
+            }
+            Stage::Sniff(s) => Err(frame::identify(s.cause, &s.head)),
             Stage::Done(verdict) => *verdict,
             Stage::Data(d) => {
                 let DataStage {

@@ -788,43 +788,7 @@ fn nonfinite_warnings(report: &Report<'_>, accs: &[(usize, Acc)]) -> Vec<Warning
         .collect()
 }
 
-/// A well-known format whose magic number starts `bytes`, if any.
-///
-/// Recognised: ZIP (local file header, empty archive, spanned archive), pickle protocols 2 to
-/// 5, GGUF, gzip, bzip2, xz, zstd, 7-Zip, tar (`ustar` at 257), PNG, HDF5, NumPy `.npy`, ELF.
-/// (PDF is found separately: its readers search the first 1024 bytes.)
-pub fn sniff(bytes: &[u8]) -> Option<String> {
-    const MAGIC: &[(&[u8], &str)] = &[
-        (
-            b"PK\x03\x04",
-            "ZIP archive (local file header PK\\x03\\x04)",
-        ),
-        (b"PK\x05\x06", "ZIP archive (empty archive, PK\\x05\\x06)"),
-        (b"PK\x07\x08", "ZIP archive (spanned archive, PK\\x07\\x08)"),
-        (b"GGUF", "GGUF model file"),
-        (b"\x1f\x8b", "gzip stream"),
-        (b"BZh", "bzip2 stream"),
-        (b"\xfd7zXZ\x00", "xz stream"),
-        (b"\x28\xb5\x2f\xfd", "Zstandard frame"),
-        (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
-        (b"\x89PNG\r\n\x1a\n", "PNG image"),
-        (b"\x89HDF\r\n\x1a\n", "HDF5 file"),
-        (b"\x93NUMPY", "NumPy .npy array"),
-        (b"\x7fELF", "ELF executable"),
-    ];
-    if let [0x80, p @ 2..=5, ..] = bytes {
-        return Some(format!("pickle stream (protocol {p} header 0x80 {p:#04x})"));
-    }
-    for (magic, name) in MAGIC {
-        if bytes.starts_with(magic) {
-            return Some((*name).to_string());
-        }
-    }
-    if bytes.get(257..262) == Some(b"ustar") {
-        return Some("tar archive (ustar at offset 257)".to_string());
-    }
-    None
-}
+pub use crate::magic::sniff;
 
 /// The bytes `DATA-POLYGLOT` looks at.
 struct PolyglotView<'b> {

@@ -5,6 +5,7 @@
 use crate::error::{Error, Finding, Warning};
 use crate::header::HEADER_START;
 use crate::limits::Config;
+use crate::magic;
 use crate::rules::Rule;
 
 /// Size of the length field.
@@ -12,6 +13,7 @@ pub(crate) const LENGTH_FIELD: usize = 8;
 
 /// Decode and bound the header length N from the first bytes of a file (`FRAME-SHORT`,
 /// `FRAME-EMPTY-HEADER`, `FRAME-HEADER-LIMIT`). `prefix` is all the file has if shorter than 8.
+/// A `FRAME-HEADER-LIMIT` error still goes through [`identify`].
 pub(crate) fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error> {
     let Some(field) = prefix.get(..LENGTH_FIELD) else {
         return Err(Finding::new(
@@ -45,6 +47,7 @@ pub(crate) fn header_length(prefix: &[u8], config: &Config) -> Result<u64, Error
 }
 
 /// `FRAME-HEADER-BOUNDS`: the header of length `n` must end within a file of `file_len` bytes.
+/// The error still goes through [`identify`].
 pub(crate) fn header_bounds(n: u64, file_len: u64) -> Result<(), Error> {
     match n.checked_add(LENGTH_FIELD as u64) {
         Some(end) if end <= file_len => Ok(()),
@@ -59,6 +62,30 @@ pub(crate) fn bounds_error(n: u64, file_len: u64) -> Error {
         format!("header length {n} runs past the end of the file ({file_len} bytes)"),
     )
     .into()
+}
+
+/// Whether [`identify`] may turn `e` into `FRAME-NOT-SAFETENSORS`: the length field cannot be
+/// a header length (`FRAME-HEADER-LIMIT`, `FRAME-HEADER-BOUNDS`).
+pub(crate) fn refinable(e: &Error) -> bool {
+    matches!(e.rule(), Rule::FrameHeaderLimit | Rule::FrameHeaderBounds)
+}
+
+/// `FRAME-NOT-SAFETENSORS`: when `cause` is [`refinable`] and `head` -- the first
+/// [`HEAD_LEN`](crate::limits::HEAD_LEN) bytes of the file, or the whole file if it is shorter -- is recognisably another
+/// format (a pickle, a ZIP archive, a Git LFS pointer, HTML, JSON, ...), the error that names
+/// it; otherwise `cause`.
+///
+/// The decision depends on those bytes only, never on how they were read, so every path gives
+/// the same finding. A file whose bytes after the length field begin like a safetensors header
+/// (`{"` or `{}`) keeps `cause`: it is a safetensors file with a bad length field.
+pub(crate) fn identify(cause: Error, head: &[u8]) -> Error {
+    if !refinable(&cause) {
+        return cause;
+    }
+    match magic::not_safetensors(head) {
+        Some(what) => Finding::new(Rule::FrameNotSafetensors, 0, what).into(),
+        None => cause,
+    }
 }
 
 /// `FRAME-ALIGN`: a warning when N is not a multiple of 8.

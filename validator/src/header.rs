@@ -126,7 +126,6 @@ impl Record {
 
 /// What `__metadata__` was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum MetadataForm {
     /// No `__metadata__` key.
     Absent,
@@ -452,6 +451,10 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
                         .warnings
                         .push(Finding::new(rule, offset, message).with_tensor(&key));
                 }
+            } else if let Some((rule, message)) = names::special_warning(&key) {
+                st.parsed
+                    .warnings
+                    .push(Finding::new(rule, offset, message).with_tensor(&key));
             }
             let record = map.next_value_seed(EntrySeed {
                 st: &mut *st,
@@ -514,7 +517,8 @@ impl<'de> Visitor<'de> for RootVisitor<'_, 'de> {
     }
 }
 
-/// Whether a tensor name is certain to break and warn on no `NAME-*` rule, in one cheap pass:
+/// Whether a tensor name is certain to break and warn on no `NAME-*` rule but `NAME-SPECIAL`
+/// (checked on its own, [`names::special_warning`]), in one cheap pass:
 /// non-empty printable ASCII (no control, bidirectional or zero-width character is ASCII
 /// printable), no leading `/` or `\`, and no `..` anywhere (so no `..` segment). Every other
 /// name goes through [`names::check_error`] and [`names::check_warnings`].

@@ -245,8 +245,9 @@ impl ShardSource for FsSource {
     }
 }
 
-/// Whether `name` is a plain file name: not empty, not `.` or `..`, no `/`, `\`, `:` or
-/// control character (so no absolute path, no parent directory, no Windows drive or stream).
+/// Whether `name` is a plain file name: not empty, not `.` or `..`, no `/`, `\`, `:`, control
+/// character or invisible character (so no absolute path, no parent directory, no Windows
+/// drive or stream, nothing that displays as another name; see [`crate::names`]).
 /// Returns the reason it is not.
 pub fn check_shard_name(name: &str) -> Result<(), &'static str> {
     if name.is_empty() {
@@ -263,6 +264,9 @@ pub fn check_shard_name(name: &str) -> Result<(), &'static str> {
     }
     if name.chars().any(crate::names::is_control) {
         return Err("shard file name holds a control character");
+    }
+    if name.chars().any(crate::names::is_invisible) {
+        return Err("shard file name holds an invisible (default-ignorable) character");
     }
     Ok(())
 }

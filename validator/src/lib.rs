@@ -50,8 +50,11 @@ pub mod index;
 #[doc(hidden)]
 pub mod internal;
 mod json;
+pub mod json_out;
 pub mod limits;
+mod magic;
 mod names;
+pub mod portable;
 pub mod reference;
 #[cfg(feature = "remote")]
 pub mod remote;

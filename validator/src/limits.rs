@@ -21,6 +21,12 @@ pub const DEFAULT_MAX_WARNINGS_PER_RULE: usize = 100;
 /// header is rejected anyway.
 pub const MAX_JSON_DEPTH: usize = 128;
 
+/// How many bytes at the start of a file decide `FRAME-NOT-SAFETENSORS` (what a file with an
+/// impossible length field is instead): enough for every signature it knows (the farthest is
+/// tar's `ustar` at offset 257) and a line of text to quote. A stream whose length field is
+/// above the limit is read this far before it is rejected.
+pub const HEAD_LEN: usize = 512;
+
 /// The size of the fixed buffer the streaming validator reads the data region through.
 pub const STREAM_BUFFER_SIZE: usize = 1 << 20;
 

@@ -1,14 +1,80 @@
-//! Rules on tensor names (`NAME-*`), shared by the validator and the writer.
+//! Rules on tensor names (`NAME-*`), shared by the validator and the writer, and the one
+//! escaping function for untrusted text in human output ([`escape`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::rules::Rule;
 
-/// Untrusted text (a tensor name, a file path) made safe for one line of human output: every
-/// character that `char::escape_debug` escapes (quotes, backslashes, control and other
-/// non-printable characters, U+2028/U+2029) and every invisible character is written as an
-/// escape, so the text can neither break the line nor hide what it is.
+/// The code points with the property `Default_Ignorable_Code_Point`, as listed in the Unicode
+/// Character Database's `DerivedCoreProperties-17.0.0.txt` (unchanged since Unicode 16.0), with
+/// adjacent ranges merged (`180B..180D` + `180E` + `180F`, `2060..2064` + `2065` + `2066..206F`,
+/// `E0000` + ... + `E01F0..E0FFF`). Sorted and disjoint; the unassigned code points the property
+/// reserves (`2065`, `FFF0..FFF8`, parts of `E0000..E0FFF`) are included, as the property does.
+const DEFAULT_IGNORABLE: &[(char, char)] = &[
+    ('\u{00ad}', '\u{00ad}'),   // SOFT HYPHEN
+    ('\u{034f}', '\u{034f}'),   // COMBINING GRAPHEME JOINER
+    ('\u{061c}', '\u{061c}'),   // ARABIC LETTER MARK
+    ('\u{115f}', '\u{1160}'),   // HANGUL CHOSEONG FILLER, HANGUL JUNGSEONG FILLER
+    ('\u{17b4}', '\u{17b5}'),   // KHMER VOWEL INHERENT AQ, AA
+    ('\u{180b}', '\u{180f}'),   // MONGOLIAN FREE VARIATION SELECTORS, VOWEL SEPARATOR
+    ('\u{200b}', '\u{200f}'),   // ZERO WIDTH SPACE .. RIGHT-TO-LEFT MARK
+    ('\u{202a}', '\u{202e}'),   // bidi embeddings and overrides
+    ('\u{2060}', '\u{206f}'),   // WORD JOINER .. NOMINAL DIGIT SHAPES, bidi isolates
+    ('\u{3164}', '\u{3164}'),   // HANGUL FILLER
+    ('\u{fe00}', '\u{fe0f}'),   // VARIATION SELECTOR-1..16
+    ('\u{feff}', '\u{feff}'),   // ZERO WIDTH NO-BREAK SPACE
+    ('\u{ffa0}', '\u{ffa0}'),   // HALFWIDTH HANGUL FILLER
+    ('\u{fff0}', '\u{fff8}'),   // reserved
+    ('\u{1bca0}', '\u{1bca3}'), // SHORTHAND FORMAT controls
+    ('\u{1d173}', '\u{1d17a}'), // MUSICAL SYMBOL BEGIN BEAM .. END PHRASE
+    ('\u{e0000}', '\u{e0fff}'), // tags (E0001, E0020..E007F), VARIATION SELECTOR-17..256
+];
+
+/// Whether `c` has the Unicode property `Default_Ignorable_Code_Point` (Unicode 17.0.0):
+/// characters that render as nothing when a font has no glyph for them.
+pub(crate) fn is_default_ignorable(c: char) -> bool {
+    let i = DEFAULT_IGNORABLE.partition_point(|&(_, last)| last < c);
+    DEFAULT_IGNORABLE
+        .get(i)
+        .is_some_and(|&(first, _)| first <= c)
+}
+
+/// Whether `c` breaks a rule of `NAME-CONTROL`: a C0 or C1 control character
+/// (U+0000-U+001F, U+007F-U+009F), or the line and paragraph separators U+2028 and U+2029,
+/// which JavaScript and many editors and line splitters treat as line ends.
+pub fn is_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
+}
+
+/// Whether `c` is a character of `NAME-INVISIBLE`: any default-ignorable code point
+/// ([`is_default_ignorable`]), which includes the bidirectional controls, the zero-width
+/// characters, the soft hyphen, the variation selectors and the tag characters.
+pub fn is_invisible(c: char) -> bool {
+    is_default_ignorable(c)
+}
+
+/// Whether the name looks like a path: a leading `/` or `\`, or a `..` segment.
+pub fn is_path_like(name: &str) -> bool {
+    name.starts_with('/')
+        || name.starts_with('\\')
+        || name.split(['/', '\\']).any(|segment| segment == "..")
+}
+
+/// Untrusted text (a tensor name, a file path, a message quoting a file) made safe for one
+/// line of human output: every character that `char::escape_debug` escapes (quotes,
+/// backslashes, control characters including U+0085, U+2028 and U+2029, and other
+/// non-printable characters) and every default-ignorable code point ([`is_invisible`]: bidi
+/// controls U+202A-U+202E and U+2066-U+2069, zero-width characters, the soft hyphen, tag
+/// characters, ...) is written as an escape, so the text can neither break the line nor hide
+/// what it is, and maps back to exactly one text. Borrows `s` when nothing needs escaping.
+///
+/// ```
+/// use stcheck::escape;
+/// assert_eq!(escape("model.weight"), "model.weight");
+/// assert_eq!(escape("a\u{202e}b\nc\u{ad}"), r"a\u{202e}b\nc\u{ad}");
+/// assert_eq!(escape(r#"say "\""#), r#"say \"\\\""#);
+/// ```
 pub fn escape(s: &str) -> Cow<'_, str> {
     let needs = |c: char| c == '"' || c == '\\' || !c.is_ascii() || c.is_ascii_control();
     if !s.chars().any(needs) {
@@ -24,40 +90,25 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `c` is a control character of `NAME-CONTROL`: U+0000-U+001F and U+007F-U+009F.
-pub fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
-}
-
-/// Whether `c` is a bidirectional-control or zero-width character of `NAME-INVISIBLE`.
-pub fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}'          // Arabic letter mark
-        | '\u{200b}'..='\u{200f}' // zero-width space, non-joiner, joiner, LRM, RLM
-        | '\u{202a}'..='\u{202e}' // bidi embeddings and overrides
-        | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
-        | '\u{2066}'..='\u{2069}' // bidi isolates
-        | '\u{feff}' // zero-width no-break space
-    )
-}
-
-/// Whether the name looks like a path: a leading `/` or `\`, or a `..` segment.
-pub fn is_path_like(name: &str) -> bool {
-    name.starts_with('/')
-        || name.starts_with('\\')
-        || name.split(['/', '\\']).any(|segment| segment == "..")
+/// The number of characters before byte index `at` of `name`.
+fn char_index(name: &str, at: usize) -> usize {
+    name[..at].chars().count()
 }
 
 /// The error a name breaks, if any (`NAME-CONTROL`).
 pub(crate) fn check_error(name: &str) -> Option<(Rule, String)> {
     let (at, c) = name.char_indices().find(|&(_, c)| is_control(c))?;
+    let what = match c {
+        '\u{2028}' => "the line separator",
+        '\u{2029}' => "the paragraph separator",
+        _ => "the control character",
+    };
     Some((
         Rule::NameControl,
         format!(
-            "tensor name holds the control character U+{:04X} at character {}",
+            "tensor name holds {what} U+{:04X} at character {}",
             c as u32,
-            name[..at].chars().count()
+            char_index(name, at)
         ),
     ))
 }
@@ -69,12 +120,14 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
         out.push((Rule::NameEmpty, "empty tensor name".to_owned()));
         return out;
     }
-    if let Some(c) = name.chars().find(|&c| is_invisible(c)) {
+    out.extend(special_warning(name));
+    if let Some((at, c)) = name.char_indices().find(|&(_, c)| is_invisible(c)) {
         out.push((
             Rule::NameInvisible,
             format!(
-                "tensor name holds the invisible character U+{:04X}",
-                c as u32
+                "tensor name holds the invisible (default-ignorable) character U+{:04X} at character {}",
+                c as u32,
+                char_index(name, at)
             ),
         ));
     }
@@ -85,4 +138,45 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
         ));
     }
     out
+}
+
+/// `NAME-SPECIAL`: a name that a reader of the built-in reader table (`corpus/readers.json`)
+/// treats specially (`__proto__` in the Hub's JavaScript parser). Cheap for every other name:
+/// only a name of the length of a special one is looked up.
+pub(crate) fn special_warning(name: &str) -> Option<(Rule, String)> {
+    static LENGTHS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let lengths = LENGTHS.get_or_init(|| {
+        crate::portable::special_names()
+            .iter()
+            .fold(0u64, |m, n| m | 1u64 << n.len().min(63))
+    });
+    if lengths & (1u64 << name.len().min(63)) == 0 {
+        return None;
+    }
+    crate::portable::special_name_warning(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ignorable_table_is_sorted_and_disjoint() {
+        for w in DEFAULT_IGNORABLE.windows(2) {
+            assert!(w[0].0 <= w[0].1 && w[0].1 < w[1].0, "{w:x?}");
+        }
+    }
+
+    #[test]
+    fn default_ignorable_bounds() {
+        for &(first, last) in DEFAULT_IGNORABLE {
+            assert!(is_default_ignorable(first) && is_default_ignorable(last));
+            for c in [first as u32 - 1, last as u32 + 1] {
+                let c = char::from_u32(c).expect("no range touches a surrogate");
+                assert!(!is_default_ignorable(c), "U+{:04X}", c as u32);
+            }
+        }
+        assert!(!is_default_ignorable('\0'));
+        assert!(!is_default_ignorable(char::MAX));
+    }
 }

@@ -93,6 +93,11 @@ rules! {
     FrameHeaderLimit = "FRAME-HEADER-LIMIT", Malformed, Error;
     /// 8 + N is beyond the end of the file.
     FrameHeaderBounds = "FRAME-HEADER-BOUNDS", Malformed, Error;
+    /// The length field cannot be a header length (above the limit or past the end of the
+    /// file) and the first bytes are another format's: a pickle, a ZIP archive, a Git LFS
+    /// pointer, GGUF, HTML, JSON, ... Reported instead of `FRAME-HEADER-LIMIT` or
+    /// `FRAME-HEADER-BOUNDS`.
+    FrameNotSafetensors = "FRAME-NOT-SAFETENSORS", Malformed, Error;
     /// N is not a multiple of 8, so the data region is not 8-aligned (warning).
     FrameAlign = "FRAME-ALIGN", Invalid, Warning;
     /// The header bytes are not valid UTF-8.
@@ -149,14 +154,19 @@ rules! {
     LayoutOverlap = "LAYOUT-OVERLAP", Invalid, Error;
     /// A tensor's begin offset is not a multiple of its element size (warning).
     LayoutAlign = "LAYOUT-ALIGN", Invalid, Warning;
-    /// A tensor name contains a control character.
+    /// A tensor name contains a control character or a line or paragraph separator (U+2028,
+    /// U+2029).
     NameControl = "NAME-CONTROL", Invalid, Error;
     /// A tensor name is empty (warning).
     NameEmpty = "NAME-EMPTY", Invalid, Warning;
-    /// A tensor name contains a bidirectional-control or zero-width character (warning).
+    /// A tensor name contains a default-ignorable code point: a bidirectional control, a
+    /// zero-width character, the soft hyphen, a tag character, ... (warning).
     NameInvisible = "NAME-INVISIBLE", Invalid, Warning;
     /// A tensor name looks like a path: a `..` segment or a leading `/` (warning).
     NamePath = "NAME-PATH", Invalid, Warning;
+    /// A tensor name is special to a reader of the portable profile's table, which loses or
+    /// misreads a tensor of that name, e.g. `__proto__` (warning).
+    NameSpecial = "NAME-SPECIAL", Invalid, Warning;
     /// The data region is longer than the last tensor's end.
     DataTrailing = "DATA-TRAILING", Invalid, Error;
     /// The data region is shorter than the last tensor's end.
@@ -193,6 +203,25 @@ rules! {
     IndexTotalSize = "INDEX-TOTAL-SIZE", Invalid, Error;
     /// A `*.safetensors` file in the index's directory is not named by the index (warning).
     IndexShardUnlisted = "INDEX-SHARD-UNLISTED", Invalid, Warning;
+    /// Portable profile: a reader of the table loses or mangles a tensor of this name.
+    PortableName = "PORTABLE-NAME", Invalid, Error;
+    /// Portable profile: a reader of the table misreads a dimension of this size.
+    PortableDimension = "PORTABLE-DIMENSION", Invalid, Error;
+    /// Portable profile: a reader of the table misreads, or crashes on, a tensor of this many
+    /// dimensions.
+    PortableRank = "PORTABLE-RANK", Invalid, Error;
+    /// Portable profile: a reader of the table loads this dtype as another type.
+    PortableDtype = "PORTABLE-DTYPE", Invalid, Error;
+    /// Portable profile: a reader of the table crashes on a file of this many tensors.
+    PortableTensorCount = "PORTABLE-TENSOR-COUNT", Invalid, Error;
+    /// Portable profile: a reader of the table loses a sharded index's `weight_map` entry of
+    /// this name.
+    PortableIndexName = "PORTABLE-INDEX-NAME", Invalid, Error;
+    /// Portable profile: a reader of the table drops a `weight_map` this large.
+    PortableIndexSize = "PORTABLE-INDEX-SIZE", Invalid, Error;
+    /// Portable profile: a chosen reader refuses the file (a support note; a warning, an error
+    /// only when the caller asks for refusals to count).
+    PortableRefused = "PORTABLE-REFUSED", Invalid, Warning;
 }
 
 impl fmt::Display for Rule {
@@ -202,6 +231,12 @@ impl fmt::Display for Rule {
 }
 
 impl Rule {
+    /// Whether the rule belongs to the portable profile (`PORTABLE-*`): the strict profile
+    /// never reports it; `stcheck::portable` does.
+    pub fn is_portable(self) -> bool {
+        self.id().starts_with("PORTABLE-")
+    }
+
     /// How the reference implementation (`safetensors` 0.8.0) treats a file whose only fault
     /// is this rule, in a few words; `None` where it also rejects such a file.
     ///

@@ -6,8 +6,8 @@
 //! Records borrow from the [`Checked`] result they describe and serialize lazily (the tensor
 //! list and the metadata are written as they are read from the report), so writing the record
 //! of a file with a million tensors needs no memory for the output. Write them with
-//! [`write_line`], which also escapes U+0085, U+2028 and U+2029 so that no line splitter can
-//! cut a record in two.
+//! [`write_line`], which also escapes U+0085, U+2028 and U+2029 ([`crate::json_out`]) so that
+//! no line splitter can cut a record in two.
 
 use std::io::{self, Write};
 
@@ -788,38 +788,12 @@ pub struct Summary {
     pub exit_code: u8,
 }
 
-/// A serializer formatter that writes compact JSON and escapes U+0085, U+2028 and U+2029 (as
-/// `\u0085`, `\u2028`, `\u2029`): still valid JSON, and safe for line splitters such as
-/// Python's `str.splitlines()`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LineSafe;
-
-impl serde_json::ser::Formatter for LineSafe {
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let mut rest = fragment;
-        while let Some((i, c)) = rest
-            .char_indices()
-            .find(|&(_, c)| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
-        {
-            writer.write_all(&rest.as_bytes()[..i])?;
-            write!(writer, "\\u{:04x}", c as u32)?;
-            rest = &rest[i + c.len_utf8()..];
-        }
-        writer.write_all(rest.as_bytes())
-    }
-}
-
-/// Serialize `value` as one line of line-safe JSON (see [`LineSafe`]), without the newline.
+/// Serialize `value` as one line of line-safe JSON ([`crate::json_out`]), without the newline.
 pub fn write_json<W: Write + ?Sized, T: Serialize + ?Sized>(
     w: &mut W,
     value: &T,
 ) -> io::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(&mut *w, LineSafe);
-    value.serialize(&mut ser).map_err(io::Error::other)
+    crate::json_out::to_writer(&mut *w, value).map_err(io::Error::other)
 }
 
 /// Write `{"type":KIND,"data":DATA}` and a newline.

@@ -209,6 +209,7 @@ fn minimal(rule: Rule) -> Option<Vec<u8>> {
             f.extend_from_slice(b"{}");
             f
         }
+        "FRAME-NOT-SAFETENSORS" => b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n".to_vec(),
         "FRAME-ALIGN" => raw(format!("{{{t}}}").as_bytes(), &[1, 2]),
         "UTF8-INVALID" => raw(b"{\"\xc0\xaf\":1}   ", &[]),
         "JSON-BOM" => file(&format!("\u{feff}{{{t}}}"), &[1, 2]),
@@ -387,9 +388,12 @@ fn reference_agrees_with_reference_divergence() {
     }
     // Every header rule and DATA-BOOL has a minimal file; the other deep-scan rules are about
     // data values the reference never reads, and the INDEX-* rules about sets of files.
+    // The portable profile's rules and NAME-SPECIAL come from its reader table and are tested
+    // (the Rust crate included) in tests/portable.rs.
     let expected = Rule::ALL
         .iter()
         .filter(|r| !is_index(r) && **r != Rule::DataNonFinite && **r != Rule::DataPolyglot)
+        .filter(|r| !r.is_portable() && **r != Rule::NameSpecial)
         .count();
     assert_eq!(checked, expected);
 }
@@ -456,14 +460,55 @@ fn reference_quirks_stated_in_the_spec() {
         )),
         Verdict::Reject(_)
     ));
-    // Control characters in names: newline and raw U+0085 load too.
-    for name in ["a\\nb", "a\u{85}b"] {
+    // Control characters in names: newline, raw U+0085 and the line and paragraph separators
+    // load too.
+    for name in ["a\\nb", "a\u{85}b", "a\u{2028}b", "a\\u2029b"] {
         let h = format!(r#"{{"{name}":{{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}}}"#);
         accepted(&file(&h, &[1, 2]));
     }
     // The 854-byte file.
     let f = minimal(Rule::DataTruncated).expect("a file");
     assert_eq!(f.len(), 854);
+}
+
+/// Files of other formats: the reference rejects each with the message of the length fault it
+/// meets, as the FRAME-NOT-SAFETENSORS section says.
+#[test]
+fn reference_messages_for_other_formats() {
+    let cases: [(&[u8], &str); 7] = [
+        (
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n",
+            "header too large",
+        ),
+        (
+            b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            "header too large",
+        ),
+        (
+            b"GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            "header too large",
+        ),
+        (b"<!DOCTYPE html>\n<html></html>\n", "header too large"),
+        (b"{\"architectures\": [\"x\"]}\n", "header too large"),
+        // pickle.dumps((1,), protocol=4) and a gzip stream with mtime 0: N is 93,652,096 and
+        // 559,903, below the limit, so it runs past the end.
+        (
+            b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01\x85\x94.",
+            "invalid header length",
+        ),
+        (
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            "invalid header length",
+        ),
+    ];
+    for (f, message) in cases {
+        match verdict(f) {
+            Verdict::Reject(m) => assert_eq!(m, message, "{f:?}"),
+            other => panic!("{f:?}: {other:?}"),
+        }
+        let e = validate(f, &Config::default()).expect_err("strict rejects");
+        assert_eq!(e.rule(), Rule::FrameNotSafetensors, "{e}");
+    }
 }
 
 /// The reference rejects the other forms the rule sections say it rejects.

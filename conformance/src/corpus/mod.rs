@@ -50,6 +50,9 @@ pub struct Case {
     pub rules: Vec<String>,
     /// Warnings a strict reader reports, in file order.
     pub warnings: Vec<String>,
+    /// The portable profile's verdict, only where it differs from strict's (`reject`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub portable: Option<&'static str>,
     /// Only a deep scan of the tensor bytes sees the fault or warning.
     pub deep: bool,
     /// The reference crate's verdict: `accept`, `reject` or `panic`; absent for index cases
@@ -117,6 +120,7 @@ pub const SECURITY_RULES: &[&str] = &[
     "FRAME-SHORT",
     "FRAME-HEADER-BOUNDS",
     "FRAME-HEADER-LIMIT",
+    "FRAME-NOT-SAFETENSORS",
     "UTF8-INVALID",
     "JSON-DEPTH",
     "JSON-DUPLICATE-KEY",
@@ -258,6 +262,7 @@ pub fn case_entry(r: &Recipe, bytes: &[u8]) -> Result<Case, String> {
         reason: r.reason.clone(),
         rules: r.rules.clone(),
         warnings: r.warnings.clone(),
+        portable: r.portable.map(Verdict::as_str),
         deep: r.deep,
         reference,
         class: class_of(r),

@@ -173,6 +173,9 @@ pub struct Recipe {
     pub strict: Option<Verdict>,
     /// Why the case is implementation-defined.
     pub reason: Option<String>,
+    /// The portable profile's verdict where it differs from strict's (`reject` on a file
+    /// strict accepts).
+    pub portable: Option<Verdict>,
     /// Rule IDs exercised; for a rejected file the first is the rule that rejects it.
     pub rules: Vec<String>,
     /// Warnings a strict reader reports (in file order).
@@ -345,6 +348,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
                 verdict: Verdict::Accept,
                 strict: None,
                 reason: None,
+                portable: None,
                 rules: Vec::new(),
                 warnings: Vec::new(),
                 deep: false,
@@ -381,6 +385,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
             "verdict" => r.verdict = parse_verdict(&origin, value)?,
             "strict" => r.strict = Some(parse_verdict(&origin, value)?),
             "reason" => r.reason = Some(value.to_owned()),
+            "portable" => r.portable = Some(parse_verdict(&origin, value)?),
             "rules" => r.rules = parse_list(value),
             "warnings" => r.warnings = parse_list(value),
             "deep" => r.deep = parse_bool(&origin, value)?,
@@ -581,6 +586,19 @@ fn check(r: &Recipe) -> Result<(), RecipeError> {
             o,
             "reason and strict are only for implementation-defined cases",
         );
+    }
+    if let Some(p) = r.portable {
+        // The portable profile is strict plus rules: it can only reject more.
+        let strict_accepts = r.verdict == Verdict::Accept || r.strict == Some(Verdict::Accept);
+        if p != Verdict::Reject || !strict_accepts {
+            return err(
+                o,
+                "portable: reject is only for files strict accepts (and the only value)",
+            );
+        }
+        if !r.rules.iter().any(|id| id.starts_with("PORTABLE-")) {
+            return err(o, "portable: reject needs its PORTABLE-* rule in rules");
+        }
     }
     if r.verdict == Verdict::Reject && r.rules.is_empty() {
         return err(o, "a rejected case needs its rule first in rules");

@@ -149,7 +149,7 @@ impl RunResults {
 /// The line of standard error that says why: a Rust panic's message (the line after
 /// "panicked at"), else the last non-empty line (where Python and Node put the exception),
 /// clipped to 200 characters, control characters replaced.
-fn reason_line(stderr: &[u8]) -> String {
+pub(crate) fn reason_line(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let line = match lines.iter().position(|l| l.contains("panicked at")) {

@@ -78,6 +78,10 @@ pub(crate) fn parse(text: &str, warnings: Warnings) -> Option<Parsed> {
                             .warnings
                             .push(Finding::new(rule, offset, message).with_tensor(key));
                     }
+                } else if let Some((rule, message)) = names::special_warning(key) {
+                    parsed
+                        .warnings
+                        .push(Finding::new(rule, offset, message).with_tensor(key));
                 }
                 hashes.push(hasher.hash_one(key));
                 let record = s.entry(&mut parsed.dims)?;
