@@ -30,9 +30,8 @@ fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "${pins[@]}"
 
 # The package, as `pip install ./python` builds it (release profile, abi3 wheel).
-export CARGO_TARGET_DIR="$ROOT/target/python-build"
-"$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --force-reinstall \
-  --no-deps "$ROOT/python"
+CARGO_TARGET_DIR="$ROOT/target/python-build" "$VENV/bin/python" -m pip install \
+  --disable-pip-version-check --quiet --force-reinstall --no-deps "$ROOT/python"
 
 # The CLI the parity tests compare with.
 cargo build --quiet -p stcheck --manifest-path "$ROOT/Cargo.toml"
