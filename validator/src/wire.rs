@@ -759,6 +759,53 @@ impl<'a> UnreadableRecord<'a> {
     }
 }
 
+/// A path not checked by the file-system policy (`"type": "not_checked"`): `{"path",
+/// "reason", "message"}`, where `reason` is [`ReadError::code`].
+#[derive(Debug, Serialize)]
+pub struct NotCheckedRecord<'a> {
+    path: &'a str,
+    reason: &'static str,
+    message: &'a str,
+}
+
+impl<'a> NotCheckedRecord<'a> {
+    /// The record of `why` about `path`.
+    pub fn new(path: &'a str, why: &'a ReadError) -> Self {
+        NotCheckedRecord {
+            path,
+            reason: why.code(),
+            message: why.message(),
+        }
+    }
+}
+
+/// A shard the index names that could not be checked, inside an index record's `shards`:
+/// `{"name", "path", "status": "missing", "error"}`.
+#[derive(Debug, Clone, Copy)]
+pub struct MissingShardRecord<'a> {
+    name: &'a str,
+    path: &'a str,
+    error: &'a Finding,
+}
+
+impl<'a> MissingShardRecord<'a> {
+    /// The record of the shard `name` (shown as `path`), not checked because of `error`.
+    pub fn new(name: &'a str, path: &'a str, error: &'a Finding) -> Self {
+        MissingShardRecord { name, path, error }
+    }
+}
+
+impl Serialize for MissingShardRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("name", self.name)?;
+        m.serialize_entry("path", self.path)?;
+        m.serialize_entry("status", "missing")?;
+        m.serialize_entry("error", &FindingRecord::error_finding(self.error))?;
+        m.end()
+    }
+}
+
 /// The fields of an index record after its `shards` (`"type": "index"`): the set's verdict.
 /// The CLI writes `path` and the shards' records first, as they are checked.
 #[derive(Debug, Clone, Copy)]

@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
-use stcheck::wire::{
-    self, FileRecord, FindingRecord, IndexTail, Profile, Summary, UnreadableRecord,
-};
-use stcheck::{Checked, DtypeTotal, Finding, ReadError, Report};
+use stcheck::wire::{self, FileRecord, IndexTail, MissingShardRecord, Profile, Summary, UnreadableRecord};
+use stcheck::{Checked, DtypeTotal, ReadError, Report};
 
 use super::args::{Format, Options};
 
@@ -295,18 +293,7 @@ pub(crate) fn not_checked(
     o: &Options,
 ) -> io::Result<()> {
     if o.format == Format::Json {
-        #[derive(serde::Serialize)]
-        struct NotChecked<'a> {
-            path: &'a str,
-            reason: &'a str,
-            message: &'a str,
-        }
-        let record = NotChecked {
-            path,
-            reason: why.code(),
-            message: why.message(),
-        };
-        return wire::write_line(out, "not_checked", &record);
+        return wire::write_line(out, "not_checked", &wire::NotCheckedRecord::new(path, why));
     }
     writeln!(out, "{path}: not checked: {}", why.message())
 }
@@ -379,14 +366,9 @@ impl<'w> IndexOutput<'w> {
                     ShardOutcome::Checked(c) => {
                         wire::write_json(self.out, &FileRecord::shard(name, &path, c, options(o)))
                     }
-                    ShardOutcome::NotChecked(f) => wire::write_json(
-                        self.out,
-                        &MissingShard {
-                            name,
-                            path: &path,
-                            error: f,
-                        },
-                    ),
+                    ShardOutcome::NotChecked(f) => {
+                        wire::write_json(self.out, &MissingShardRecord::new(name, &path, f))
+                    }
                 }
             })()
         } else {
@@ -492,26 +474,6 @@ impl<'w> IndexOutput<'w> {
             return self.out.write_all(b"}}\n");
         }
         writeln!(self.out, "{shown}: not checked: {e}")
-    }
-}
-
-/// A shard the index names that could not be checked: `{"name", "path", "status":
-/// "missing", "error"}`.
-struct MissingShard<'a> {
-    name: &'a str,
-    path: &'a str,
-    error: &'a Finding,
-}
-
-impl serde::Serialize for MissingShard<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry("name", self.name)?;
-        m.serialize_entry("path", self.path)?;
-        m.serialize_entry("status", "missing")?;
-        m.serialize_entry("error", &FindingRecord::error_finding(self.error))?;
-        m.end()
     }
 }
 

@@ -1,0 +1,109 @@
+"""The Dask scan on a LocalCluster with 2 worker processes gives the CLI's records."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+from typing import Any, Dict, List
+
+import pytest
+
+import stcheck
+import stcheck.dask
+
+from conftest import CASES, run_cli
+from scan_data import generate
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster_client() -> Any:
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    )
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def targets(tmp_path_factory: pytest.TempPathFactory) -> List[str]:
+    root = tmp_path_factory.mktemp("scan")
+    paths = generate(root / "files", 3000)
+    # A sharded set, a missing file and a FIFO: every kind of record.
+    index = next(c["file"] for c in CASES if c["kind"] == "index" and "valid/" in c["id"])
+    shutil.copytree(pathlib.Path(index).parent, root / "sharded")
+    paths.append(str(root / "sharded" / pathlib.Path(index).name))
+    paths.append(str(root / "missing.safetensors"))
+    os.mkfifo(root / "pipe.safetensors")
+    paths.append(str(root / "pipe.safetensors"))
+    return paths
+
+
+@pytest.mark.parametrize("flags,opts", [([], {}), (["--sha256"], {"sha256": True})], ids=["header", "deep"])
+def test_scan_records_equal_the_cli(cluster_client: Any, targets: List[str], flags: List[str], opts: Dict[str, Any]) -> None:
+    want, want_summary = run_cli(["--jobs", "2", *flags], targets)
+    scan = stcheck.dask.scan(targets, client=cluster_client, partition_size=200, **opts)
+    assert len(scan.records) == len(targets) == len(want)
+    assert scan.records == want
+    assert scan.summary == want_summary
+    kinds = {r["type"] for r in scan.records}
+    assert kinds == {"file", "index", "not_checked"}
+    assert {r["data"]["status"] for r in scan.records if r["type"] == "file"} == {"valid", "invalid", "io_error"}
+
+
+def test_scan_keeping_failures_only(cluster_client: Any, targets: List[str]) -> None:
+    want, want_summary = run_cli([], targets)
+    scan = stcheck.dask.scan(targets, client=cluster_client, partition_size=500, keep="failures")
+    assert scan.summary == want_summary
+    assert scan.records == [r for r in want if r["type"] == "not_checked" or r["data"]["status"] != "valid"]
+
+
+def test_jsonl_and_the_bag(cluster_client: Any, targets: List[str], tmp_path: pathlib.Path) -> None:
+    import io
+    import json
+
+    want, want_summary = run_cli([], targets[:300])
+    scan = stcheck.dask.scan(targets[:300], client=cluster_client, partition_size=64)
+    out = io.StringIO()
+    scan.write_jsonl(out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines == want + [{"type": "summary", "data": want_summary}]
+    bag = stcheck.dask.records_bag(targets[:300], partition_size=64)
+    assert bag.compute(scheduler=cluster_client) == want
+
+
+def test_partition_step_needs_no_dask(targets: List[str]) -> None:
+    """The map step is a plain function: what Ray or Spark would run (docs/python.md)."""
+    records, summary = stcheck.dask.check_partition(targets[:50], {"deep": True})
+    assert records == [stcheck.record(t, deep=True) for t in targets[:50]]
+    assert summary == stcheck.dask.summarize(records)
+    halves = [stcheck.dask.check_partition(targets[i:i + 25])[1] for i in (0, 25)]
+    assert stcheck.dask.merge_summaries(halves) == stcheck.dask.summarize(
+        stcheck.dask.check_partition(targets[:50])[0]
+    )
+
+
+def test_urls_go_through_the_remote_hook() -> None:
+    """A URL is never valid unless checked: nothing listens on port 9 of 127.0.0.1."""
+    rec = stcheck.record("http://127.0.0.1:9/model.safetensors")
+    assert rec["type"] == "file" and rec["data"]["status"] == "io_error"
+    if not stcheck._native.remote:
+        assert rec["data"]["read_error"] == "unsupported"
+    assert stcheck.dask.summarize([rec])["exit_code"] == 2
+
+
+def test_records_of_mixed_targets(targets: List[str]) -> None:
+    """Paths go to one native call, bytes and URLs one by one; the order is kept."""
+    data = pathlib.Path(targets[0]).read_bytes()
+    mixed: List[Any] = [targets[1], data, "http://127.0.0.1:9/x.safetensors", targets[-3], targets[2]]
+    assert stcheck.records(mixed, sha256=True) == [stcheck.record(t, sha256=True) for t in mixed]

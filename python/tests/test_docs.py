@@ -1,0 +1,57 @@
+"""The README's Python examples run; the native module's stub matches the module."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import re
+
+import pytest
+
+import stcheck
+from stcheck import _native
+
+from conftest import ROOT
+
+
+def _python_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("\n## Python\n")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_readme_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", _python_section(), flags=re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+
+
+def test_readme_install_command_names_the_package_directory() -> None:
+    assert "pip install ./python" in _python_section()
+    assert (ROOT / "python" / "pyproject.toml").exists()
+
+
+def test_native_stub_matches_the_module() -> None:
+    stub = ast.parse((pathlib.Path(stcheck.__file__).parent / "_native.pyi").read_text())
+    declared = set()
+    for node in stub.body:
+        if isinstance(node, ast.FunctionDef):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if not node.target.id.startswith("_") or node.target.id == "__version__":
+                declared.add(node.target.id)
+    public = {n for n in dir(_native) if not n.startswith("_") or n == "__version__"}
+    assert declared == public
+
+
+def test_package_is_typed_and_exports_what_it_lists() -> None:
+    here = pathlib.Path(stcheck.__file__).parent
+    assert (here / "py.typed").exists()
+    for name in stcheck.__all__:
+        assert hasattr(stcheck, name), name
+    assert os.path.basename(stcheck._native.__file__).endswith(".abi3.so")

@@ -1,0 +1,74 @@
+"""URLs go through the library's remote source and give the CLI's records.
+
+A server on 127.0.0.1 (Python's http.server, which ignores Range and sends whole files: the
+remote source reads only as far as it needs) serves the corpus; it stops with the module."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+import stcheck
+import stcheck.dask
+
+from conftest import CASES, CORPUS, run_cli
+
+pytestmark = pytest.mark.skipif(not stcheck._native.remote, reason="built without remote checking")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(CORPUS))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.timeout = 30
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(30)
+
+
+def _urls(base: str) -> List[str]:
+    files = [c for c in CASES if c["kind"] == "file" and c["file"].startswith(str(CORPUS))]
+    picked = files[::25] + [c for c in CASES if c["kind"] == "index"][:4]
+    return [f"{base}/{c['path']}" for c in picked] + [f"{base}/no/such.safetensors"]
+
+
+@pytest.mark.parametrize(
+    "flags,opts", [([], {}), (["--sha256", "-v"], {"sha256": True, "verbose": True})], ids=["header", "deep"]
+)
+def test_urls_give_the_cli_records(base_url: str, flags: List[str], opts: Dict[str, Any]) -> None:
+    urls = _urls(base_url)
+    want, summary = run_cli(flags, urls)
+    got = [stcheck.record(u, **opts) for u in urls]
+    assert got == want
+    assert stcheck.dask.summarize(got) == summary
+    statuses = {r["data"]["status"] for r in got}
+    assert {"valid", "invalid", "io_error"} <= statuses
+    assert all(r["data"].get("mode") in ("remote", None) for r in got if r["type"] == "file")
+
+
+def test_check_and_validate_by_url(base_url: str) -> None:
+    valid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "accept")
+    report = stcheck.check(f"{base_url}/{valid['path']}")
+    assert report.valid and report.mode == "remote" and report.path.startswith("http://127.0.0.1")
+    invalid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "reject" and not c["deep"])
+    with pytest.raises(stcheck.SafetensorsError) as info:
+        stcheck.validate(f"{base_url}/{invalid['path']}")
+    assert info.value.rule == invalid["rules"][0]
+    with pytest.raises(stcheck.ReadError) as missing:
+        stcheck.check(f"{base_url}/no/such.safetensors")
+    assert "404" in str(missing.value)
+    assert stcheck.is_url("HTTPS://127.0.0.1/x") and not stcheck.is_url("model.safetensors")
