@@ -84,8 +84,13 @@ impl Checked<'_> {
 
 /// The checker of one file. See the module documentation.
 #[derive(Debug)]
-pub struct Checker<'a> {
-    config: Config,
+pub struct Checker<'a>(Machine<'a, 'static>);
+
+/// The state machine behind [`Checker`], whose configuration is borrowed when a whole buffer
+/// is checked at once (no copy of it per file) and owned by a checker that is fed.
+#[derive(Debug)]
+struct Machine<'a, 'c> {
+    config: Cow<'c, Config>,
     /// The file's length, when the source knows it.
     len: Option<u64>,
     /// N, once the length field was read.
@@ -130,15 +135,15 @@ struct DataStage<'a> {
     report: Report<'a>,
     /// Bytes of the data region consumed.
     seen: u64,
-    deep: Option<DeepScan>,
+    /// Boxed: most checks do not scan the data, and the stage is moved whole.
+    deep: Option<Box<DeepScan>>,
 }
 
-impl Checker<'static> {
-    /// A checker for bytes that will be fed to it.
-    pub fn new(config: &Config) -> Self {
-        Checker {
-            config: config.clone(),
-            len: None,
+impl<'c> Machine<'static, 'c> {
+    fn new(config: Cow<'c, Config>, len: Option<u64>) -> Self {
+        Machine {
+            config,
+            len,
             header_len: None,
             consumed: 0,
             stage: Stage::Length {
@@ -149,14 +154,49 @@ impl Checker<'static> {
     }
 }
 
+impl Checker<'static> {
+    /// A checker for bytes that will be fed to it.
+    pub fn new(config: &Config) -> Self {
+        Checker(Machine::new(Cow::Owned(config.clone()), None))
+    }
+}
+
 impl<'a> Checker<'a> {
     /// Declare the file's length (a file's size, an HTTP `Content-Range`). A check that does
     /// not read the data ([`Config::reads_data`] false) then needs only the length field and
     /// the header, and decides `DATA-TRUNCATED` / `DATA-TRAILING` from the length; one that
     /// reads the data must be fed exactly this many bytes.
     pub fn with_len(mut self, len: u64) -> Self {
-        self.len = Some(len);
+        self.0.len = Some(len);
         self
+    }
+
+    /// Feed the next bytes of the file, in order. Returns what the checker needs next; bytes
+    /// fed after [`Need::Done`] are ignored.
+    pub fn feed(&mut self, bytes: &[u8]) -> Need {
+        self.0.feed(bytes)
+    }
+
+    /// What the checker needs now.
+    pub fn need(&self) -> Need {
+        self.0.need()
+    }
+
+    /// How many bytes are worth reading next: the rest of the length field or of the header,
+    /// or of the data region plus one (to see a trailing byte); `None` when nothing more is
+    /// needed. A source that reads in ranges (a file without mapping, HTTP) asks for this many.
+    pub fn wanted(&self) -> Option<u64> {
+        self.0.wanted()
+    }
+
+    /// How many bytes were consumed so far.
+    pub fn consumed(&self) -> u64 {
+        self.0.consumed
+    }
+
+    /// The end of the input: the verdict, with the deep report and hash of a valid file.
+    pub fn finish(self) -> Checked<'a> {
+        self.0.finish()
     }
 
     /// Check a whole file held in memory or mapped: the header is borrowed from `file`, and
@@ -175,8 +215,8 @@ impl<'a> Checker<'a> {
         progress: &dyn Progress,
     ) -> Checked<'a> {
         let progress = Counted::new(progress);
-        let mut c = Checker {
-            config: config.clone(),
+        let mut c = Machine {
+            config: Cow::Borrowed(config),
             len: Some(file.len() as u64),
             header_len: None,
             consumed: 0,
@@ -219,10 +259,10 @@ impl<'a> Checker<'a> {
         progress.advance(checked.bytes_read.saturating_sub(progress.told()));
         checked
     }
+}
 
-    /// Feed the next bytes of the file, in order. Returns what the checker needs next; bytes
-    /// fed after [`Need::Done`] are ignored.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Need {
+impl<'a> Machine<'a, '_> {
+    fn feed(&mut self, mut bytes: &[u8]) -> Need {
         while !bytes.is_empty() {
             match &mut self.stage {
                 Stage::Length { buf, got } => {
@@ -280,8 +320,7 @@ impl<'a> Checker<'a> {
         self.need()
     }
 
-    /// What the checker needs now.
-    pub fn need(&self) -> Need {
+    fn need(&self) -> Need {
         match &self.stage {
             Stage::Done(_) => Need::Done,
             Stage::Data(_) if !self.config.reads_data() && self.len.is_some() => Need::Done,
@@ -289,10 +328,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// How many bytes are worth reading next: the rest of the length field or of the header,
-    /// or of the data region plus one (to see a trailing byte); `None` when nothing more is
-    /// needed. A source that reads in ranges (a file without mapping, HTTP) asks for this many.
-    pub fn wanted(&self) -> Option<u64> {
+    fn wanted(&self) -> Option<u64> {
         match &self.stage {
             Stage::Length { got, .. } => Some((frame::LENGTH_FIELD - got) as u64),
             Stage::Header { n, buf, .. } => Some(n - buf.len() as u64),
@@ -306,11 +342,6 @@ impl<'a> Checker<'a> {
             },
             Stage::Done(_) => None,
         }
-    }
-
-    /// How many bytes were consumed so far.
-    pub fn consumed(&self) -> u64 {
-        self.consumed
     }
 
     /// After the length field: bound the header length.
@@ -364,7 +395,7 @@ impl<'a> Checker<'a> {
         };
         let deep = self.config.reads_data().then(|| {
             let framing: [&[u8]; 2] = [prefix, report.header_text().as_bytes()];
-            DeepScan::new(&report, &self.config, &framing)
+            Box::new(DeepScan::new(&report, &self.config, &framing))
         });
         self.stage = Stage::Data(Box::new(DataStage {
             report,
@@ -373,20 +404,11 @@ impl<'a> Checker<'a> {
         }));
     }
 
-    /// The end of the input: the verdict, with the deep report and hash of a valid file.
-    pub fn finish(self) -> Checked<'a> {
-        let bytes_read = self.consumed;
-        let mut out = Checked {
-            verdict: Err(frame::bounds_error(0, 0)),
-            deep: None,
-            sha256: None,
-            reference: None,
-            portable: None,
-            file_len: self.len,
-            header_len: self.header_len,
-            bytes_read,
-        };
-        out.verdict = match self.stage {
+    fn finish(self) -> Checked<'a> {
+        let mut file_len = self.len;
+        let mut deep_found = None;
+        let mut sha256 = None;
+        let verdict = match self.stage {
             // Fewer than 8 bytes: `header_length` rejects them (FRAME-SHORT).
             Stage::Length { buf, got } => Err(frame::header_length(&buf[..got], &self.config)
                 .err()
@@ -409,23 +431,34 @@ impl<'a> Checker<'a> {
                     Some(len) if !self.config.reads_data() => len - report.data_start(),
                     _ => seen,
                 };
-                if out.file_len.is_none() {
-                    out.file_len = Some(report.data_start() + data_len);
+                if file_len.is_none() {
+                    file_len = Some(report.data_start() + data_len);
                 }
-                report
+                let settled = report
                     .check_data_len(data_len)
                     .and_then(|()| report.deny(&self.config))
                     .and_then(|()| match deep {
-                        None => Ok(report),
+                        None => Ok(()),
                         Some(scan) => {
                             let (found, sha) = scan.finish(&mut report);
-                            out.deep = Some(found?);
-                            out.sha256 = sha;
-                            report.deny(&self.config)?;
-                            Ok(report)
+                            deep_found = Some(found?);
+                            sha256 = sha;
+                            report.deny(&self.config)
                         }
-                    })
+                    });
+                // The report moves once, into the verdict.
+                settled.map(|()| report)
             }
+        };
+        let mut out = Checked {
+            verdict,
+            deep: deep_found,
+            sha256,
+            reference: None,
+            portable: None,
+            file_len,
+            header_len: self.header_len,
+            bytes_read: self.consumed,
         };
         if out.verdict.is_err() {
             out.deep = None;

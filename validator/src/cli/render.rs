@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
-use stcheck::wire::{self, FileRecord, IndexTail, MissingShardRecord, Profile, Summary, UnreadableRecord};
+use stcheck::wire::{
+    self, FileRecord, IndexTail, MissingShardRecord, Profile, Summary, UnreadableRecord,
+};
 use stcheck::{Checked, DtypeTotal, ReadError, Report};
 
 use super::args::{Format, Options};
