@@ -129,6 +129,9 @@ fn an_index_url_checks_the_set() {
     assert_eq!(v[0]["type"], "index");
     assert_eq!(v[0]["data"]["status"], "valid");
     assert_eq!(v[0]["data"]["shards"].as_array().map(Vec::len), Some(2));
+    for shard in v[0]["data"]["shards"].as_array().into_iter().flatten() {
+        assert_eq!(shard["mode"], "remote", "{shard}");
+    }
     assert!(v[0]["data"]["cost"]["requests"].as_u64().unwrap_or(0) >= 3);
 }
 

@@ -492,7 +492,7 @@ impl Run<'_> {
             };
             let (checked, written) = match &mut s.output {
                 Output::Lines(out) => {
-                    let mut lines = render::IndexOutput::start_at(out, &shown, dir, o);
+                    let mut lines = render::IndexOutput::start_at(out, &shown, dir, o).remote();
                     let checked = remote::check(client, url, config, &mut |name, outcome| {
                         lines.shard(name, outcome, o)
                     });

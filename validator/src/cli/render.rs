@@ -311,6 +311,8 @@ pub(crate) struct IndexOutput<'w> {
     shards_written: usize,
     human_shards: Vec<u8>,
     dir: String,
+    /// The shards are fetched over HTTP(S): their records say mode `remote`.
+    remote: bool,
     error: Option<io::Error>,
 }
 
@@ -333,6 +335,7 @@ impl<'w> IndexOutput<'w> {
             shards_written: 0,
             human_shards: Vec::new(),
             dir,
+            remote: false,
             error: None,
         };
         if me.json {
@@ -345,6 +348,13 @@ impl<'w> IndexOutput<'w> {
             me.note(r);
         }
         me
+    }
+
+    /// The shards are fetched from a server.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(crate) fn remote(mut self) -> Self {
+        self.remote = true;
+        self
     }
 
     fn note(&mut self, r: io::Result<()>) {
@@ -366,7 +376,12 @@ impl<'w> IndexOutput<'w> {
                 self.out.write_all(sep)?;
                 match outcome {
                     ShardOutcome::Checked(c) => {
-                        wire::write_json(self.out, &FileRecord::shard(name, &path, c, options(o)))
+                        let opts = if self.remote {
+                            options(o).remote()
+                        } else {
+                            options(o)
+                        };
+                        wire::write_json(self.out, &FileRecord::shard(name, &path, c, opts))
                     }
                     ShardOutcome::NotChecked(f) => {
                         wire::write_json(self.out, &MissingShardRecord::new(name, &path, f))
