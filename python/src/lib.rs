@@ -315,7 +315,7 @@ fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(Strin
     let mut shards: Vec<String> = Vec::new();
     let result = read_index(path, &s.config).and_then(|bytes| {
         index::check_index_with(&bytes, &source, &s.config, &mut |name, outcome| {
-            shards.push(shard_record(&dir, name, outcome, s));
+            shards.push(shard_record(&dir, name, outcome, s, false));
         })
     });
     match result {
@@ -331,11 +331,24 @@ fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(Strin
     }
 }
 
-/// A shard's record inside an index record, the shard shown under `dir`.
-fn shard_record(dir: &str, name: &str, outcome: ShardOutcome<'_, '_>, s: &Settings) -> String {
+/// A shard's record inside an index record, the shard shown under `dir`; `remote` when it
+/// was fetched over HTTP(S).
+fn shard_record(
+    dir: &str,
+    name: &str,
+    outcome: ShardOutcome<'_, '_>,
+    s: &Settings,
+    remote: bool,
+) -> String {
     let path = format!("{dir}{}", stcheck::escape(name));
     match outcome {
-        ShardOutcome::Checked(c) => json(&FileRecord::shard(name, &path, c, s.wire(Some(s.mode)))),
+        ShardOutcome::Checked(c) => {
+            let opts = match remote {
+                true => s.wire(None).remote(),
+                false => s.wire(Some(s.mode)),
+            };
+            json(&FileRecord::shard(name, &path, c, opts))
+        }
         ShardOutcome::NotChecked(f) => json(&MissingShardRecord::new(name, &path, f)),
     }
 }
@@ -483,7 +496,7 @@ mod remote {
         };
         let mut shards: Vec<String> = Vec::new();
         let checked = client.check_with(url, &s.config, depth, &mut |name, outcome| {
-            shards.push(shard_record(&dir, name, outcome, s));
+            shards.push(shard_record(&dir, name, outcome, s, true));
         });
         let c = &checked.cost;
         let cost = RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries);

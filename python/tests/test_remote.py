@@ -58,6 +58,8 @@ def test_urls_give_the_cli_records(base_url: str, flags: List[str], opts: Dict[s
     statuses = {r["data"]["status"] for r in got}
     assert {"valid", "invalid", "io_error"} <= statuses
     assert all(r["data"].get("mode") in ("remote", None) for r in got if r["type"] == "file")
+    shards = [s for r in got if r["type"] == "index" for s in r["data"]["shards"] if "mode" in s]
+    assert shards and all(s["mode"] == "remote" for s in shards)
 
 
 def test_check_and_validate_by_url(base_url: str) -> None:
