@@ -13,6 +13,7 @@ mod remote_support;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -167,6 +168,7 @@ fn requests_bytes_and_files_per_second() {
             verdicts.iter().filter(|ok| !**ok).count()
         );
     }
+    cli_files_per_second(&server, &urls, &paths);
     let _ = std::fs::remove_dir_all(&dir);
 
     // 1,000 virtual 70 GB files (a 96-byte header): the remote side only.
@@ -196,6 +198,80 @@ fn requests_bytes_and_files_per_second() {
             costs.iter().map(|c| c.requests).max().unwrap_or(0),
             bytes as f64 / FILES as f64,
             costs.iter().map(|c| c.bytes).max().unwrap_or(0),
+        );
+    }
+}
+
+/// The `stcheck` binary on the same 1,000 files: `--json URL...` against `--json PATH...`, with
+/// `--jobs 1` and `--jobs 8`, best of three runs each (a run includes starting the process).
+/// Requests and bytes per file come from the records' `cost`.
+fn cli_files_per_second(server: &Server, urls: &[String], paths: &[PathBuf]) {
+    let bin = env!("CARGO_BIN_EXE_stcheck");
+    let run = |jobs: usize, args: &[String]| {
+        let mut best = None::<std::time::Duration>;
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let o = Command::new(bin)
+                .args(["--json", "--no-progress", "--jobs", &jobs.to_string()])
+                .args(args)
+                .output()
+                .expect("run stcheck");
+            let e = t.elapsed();
+            assert!(matches!(o.status.code(), Some(0 | 1)), "{o:?}");
+            best = Some(best.map_or(e, |b| b.min(e)));
+            out = o.stdout;
+        }
+        (best.unwrap_or_default(), out)
+    };
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let status = |out: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "file")
+            .map(|v| v["data"]["status"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    println!();
+    println!(
+        "CLI, {} files per run (best of 3, process start included):",
+        urls.len()
+    );
+    println!(
+        "| --jobs | remote files/s | local files/s | remote/local | requests/file | bytes/file |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for jobs in [1usize, 8] {
+        server.clear_log();
+        let (remote, rout) = run(jobs, urls);
+        let (local, lout) = run(jobs, &paths);
+        assert_eq!(
+            status(&rout),
+            status(&lout),
+            "remote and local verdicts differ"
+        );
+        let records: Vec<serde_json::Value> = String::from_utf8_lossy(&rout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter(|v: &serde_json::Value| v["type"] == "file")
+            .collect();
+        let requests: u64 = records
+            .iter()
+            .filter_map(|v| v["data"]["cost"]["requests"].as_u64())
+            .sum();
+        let bytes: u64 = records
+            .iter()
+            .filter_map(|v| v["data"]["cost"]["bytes"].as_u64())
+            .sum();
+        let n = records.len().max(1) as f64;
+        let rfs = urls.len() as f64 / remote.as_secs_f64();
+        let lfs = paths.len() as f64 / local.as_secs_f64();
+        println!(
+            "| {jobs} | {rfs:.0} | {lfs:.0} | {:.3} | {:.3} | {:.0} |",
+            rfs / lfs,
+            requests as f64 / n,
+            bytes as f64 / n
         );
     }
 }
