@@ -24,6 +24,14 @@
 //!   met twice (as a shard and in a walk, through a link and directly) can be read once, and a
 //!   file replaced between the decision and the open is caught ([`NotChecked::Changed`]).
 //!
+//! **Why not `walkdir`.** The walker is hand-written on `std::fs::read_dir`, on purpose. What
+//! `walkdir` adds is loop detection and `same_file_system` for walks that follow links to
+//! directories, which this walker never does (above). What the gate needs is per entry: the
+//! root-confined resolution of a file link, the `NotChecked` reason for each path it does not
+//! check, the empty-root rule, and the non-blocking open; `walkdir` provides none of them, so
+//! with it the policy code would stay and only the `read_dir` recursion (a few dozen lines)
+//! would go, at the cost of a dependency and its own error type in every report.
+//!
 //! ```
 //! use stcheck::fs::{checkpoint_kind, Checkpoint};
 //! use std::ffi::OsStr;
