@@ -434,7 +434,7 @@ fn compare_reference_reports_divergence() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(out
         .stdout
-        .starts_with("dup.safetensors: ok (reference profile; 1 tensors"));
+        .starts_with("dup.safetensors: ok (reference profile; 1 tensor"));
     let out = run_in(
         &dir,
         &["--profile", "reference", "sub/gap.safetensors"],
@@ -624,7 +624,7 @@ fn sharded_good_set() {
         out.stdout,
         "m.safetensors.index.json: ok (index of 2 shards; 3 tensors, 9 parameters; F32 9)\n  \
          shard m-1.safetensors: ok (2 tensors, 5 parameters; F32 5)\n  \
-         shard m-2.safetensors: ok (1 tensors, 4 parameters; F32 4)\n"
+         shard m-2.safetensors: ok (1 tensor, 4 parameters; F32 4)\n"
     );
     let (_, v) = index_out(&dir, &[]);
     assert_eq!(v["data"]["status"], "valid");

@@ -328,8 +328,8 @@ fn non_utf8_name_counts_as_an_unlisted_shard() {
         "set/m.safetensors.index.json: error INDEX-SHARD-UNLISTED: shard \"x\\\\xff.safetensors\": \
          a .safetensors file in the index's directory that the index does not name (at offset \
          0x0 in the index)\n  \
-         shard set/m-1.safetensors: ok (1 tensors, 1 parameters; F32 1)\n  \
-         shard set/m-2.safetensors: ok (1 tensors, 1 parameters; F32 1)\n"
+         shard set/m-1.safetensors: ok (1 tensor, 1 parameter; F32 1)\n  \
+         shard set/m-2.safetensors: ok (1 tensor, 1 parameter; F32 1)\n"
     );
     let out = run(&dir, &["--json", "set/m.safetensors.index.json"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -549,7 +549,7 @@ fn lines_printed_before_a_stall_survive_a_kill() {
             }
         }
     });
-    let expected = b"a.safetensors: ok (1 tensors, 2 parameters; F32 2)\n";
+    let expected = b"a.safetensors: ok (1 tensor, 2 parameters; F32 2)\n";
     let mut seen = Vec::new();
     let deadline = Instant::now() + hang_limit();
     while seen.len() < expected.len() {
@@ -583,7 +583,7 @@ fn follow_links_to_the_root_directory_stays_confined() {
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(
         out.stdout,
-        "repo/m.safetensors: ok (1 tensors, 2 parameters; F32 2)\n\
+        "repo/m.safetensors: ok (1 tensor, 2 parameters; F32 2)\n\
          repo/root: not checked: a symbolic link to the directory /, outside repo: not walked \
          (directories are walked only below the paths named on the command line; name it \
          there, and --follow-links accepts links into it)\n"
@@ -602,7 +602,7 @@ fn follow_links_to_a_parent_directory_stays_confined() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout,
-        "repo/sub/m.safetensors: ok (1 tensors, 2 parameters; F32 2)\n"
+        "repo/sub/m.safetensors: ok (1 tensor, 2 parameters; F32 2)\n"
     );
     // Leaving the root: never walked, reported.
     symlink("..", dir.join("repo/up")).expect("symlink");
@@ -642,7 +642,7 @@ fn link_loops_end_and_fail() {
             out.stdout,
             "repo/a.safetensors: not checked: a symbolic link that loops (ELOOP)\n\
              repo/b.safetensors: not checked: a symbolic link that loops (ELOOP)\n\
-             repo/x/y/m.safetensors: ok (1 tensors, 2 parameters; F32 2)\n",
+             repo/x/y/m.safetensors: ok (1 tensor, 2 parameters; F32 2)\n",
             "{args:?}"
         );
     }
@@ -707,8 +707,8 @@ fn hf_cache_snapshot_needs_follow_links_and_the_cache_directory_does_not() {
         out.stdout,
         format!(
             "{SNAP}/m.safetensors.index.json: ok (index of 2 shards; 2 tensors, 2 parameters; F32 2)\n  \
-             shard {SNAP}/m-1.safetensors: ok (1 tensors, 1 parameters; F32 1)\n  \
-             shard {SNAP}/m-2.safetensors: ok (1 tensors, 1 parameters; F32 1)\n"
+             shard {SNAP}/m-1.safetensors: ok (1 tensor, 1 parameter; F32 1)\n  \
+             shard {SNAP}/m-2.safetensors: ok (1 tensor, 1 parameter; F32 1)\n"
         )
     );
     // The model's cache directory named: every link stays inside it; no option needed.
@@ -759,7 +759,7 @@ fn paths_named_with_non_utf8_bytes_are_checked() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout,
-        "n\\x80.safetensors: ok (1 tensors, 2 parameters; F32 2)\n"
+        "n\\x80.safetensors: ok (1 tensor, 2 parameters; F32 2)\n"
     );
 }
 

@@ -92,7 +92,7 @@ fn urls_get_the_local_verdict_with_their_cost() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out
         .stdout
-        .starts_with(&format!("{good}: ok (1 tensors, 3 parameters")));
+        .starts_with(&format!("{good}: ok (1 tensor, 3 parameters")));
     let out = run(&["--json", &good, &bad], &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let v = lines(&out.stdout);

@@ -32,12 +32,25 @@ fn options_in(o: &Options, mode: stcheck::ReadMode) -> wire::Options {
 }
 
 fn totals_human(tensors: usize, parameters: u64, t: &[(String, u64)]) -> String {
-    let mut s = format!("{tensors} tensors, {parameters} parameters");
+    let mut s = format!(
+        "{}, {}",
+        count(tensors as u64, "tensor"),
+        count(parameters, "parameter")
+    );
     for (i, (dtype, p)) in t.iter().enumerate() {
         s.push_str(if i == 0 { "; " } else { ", " });
         s.push_str(&format!("{dtype} {p}"));
     }
     s
+}
+
+/// `1 tensor`, `0 tensors`, `2 tensors`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 fn strict_totals(t: &[DtypeTotal]) -> Vec<(String, u64)> {
@@ -137,7 +150,11 @@ fn file_human(
         match o.profile {
             Profile::Strict => match &c.reference {
                 Some(Verdict::Accept(ts)) => {
-                    write!(out, "{indent}  reference: accepts ({} tensors)", ts.len())?;
+                    write!(
+                        out,
+                        "{indent}  reference: accepts ({})",
+                        count(ts.len() as u64, "tensor")
+                    )?;
                     if let Some(d) = wire::divergence(c) {
                         write!(out, "; {d}")?;
                     }
