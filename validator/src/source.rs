@@ -11,7 +11,8 @@ use std::io::{self, Read, Seek, Write};
 
 use crate::check::{Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
-use crate::limits::{Config, STREAM_BUFFER_SIZE};
+use crate::frame::LENGTH_FIELD;
+use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
 
 /// How a file's bytes are obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,25 +181,28 @@ pub fn check_file_with<T>(
             Ok(f(Checker::check_slice_with(config, &bytes, progress)))
         }
         ReadMode::Read if config.reference => {
-            // The reference crate needs the whole file as one buffer.
-            let mut bytes = Vec::new();
-            file.take(len.saturating_add(1)).read_to_end(&mut bytes)?;
-            if bytes.len() as u64 != len {
+            // The reference crate needs the file as one buffer: the bytes that decide the
+            // verdicts go to a temporary file (disk, not memory) and are mapped from there.
+            let spilled = spill_decisive(&mut &*file, config)?;
+            if spilled.len != len && !(spilled.cut && spilled.len < len) {
                 return Err(ReadError::new(
                     ReadErrorKind::Changed,
                     "the file changed size while it was read",
                 ));
             }
-            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
+            let bytes = map(&spilled.file)?;
+            let mut checked = Checker::check_slice_with(config, &bytes, progress);
+            checked.file_len = Some(len);
+            Ok(f(checked))
         }
         ReadMode::Read => {
             let checker = Checker::new(config).with_len(len);
             Ok(f(pump(checker, &mut &*file, Some(len), progress)?))
         }
         ReadMode::Stream if config.reference => {
-            let spilled = spill(&mut &*file, config.max_spill)?;
-            let bytes = map(&spilled)?;
-            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
+            let spilled = spill_decisive(&mut &*file, config)?;
+            let bytes = map(&spilled.file)?;
+            Ok(f(spilled.checked(config, &bytes, progress)))
         }
         ReadMode::Stream => Ok(f(pump(Checker::new(config), &mut &*file, None, progress)?)),
     }
@@ -206,8 +210,10 @@ pub fn check_file_with<T>(
 
 /// Check a stream of unknown length (standard input, a pipe) in one forward pass. It stops at
 /// the first byte past the data region, so an endless stream ends there. The reference verdict
-/// needs the whole file at once: then the stream is copied to an unlinked temporary file (at
-/// most [`Config::max_spill`] bytes; beyond that it is not checked) and mapped.
+/// needs the file as one buffer: then the bytes that decide it are copied to an unlinked
+/// temporary file (at most [`Config::max_spill`] bytes; beyond that it is not checked) and
+/// mapped. That copy also stops one byte past the data region the header describes, so an
+/// endless stream ends there too.
 pub fn check_reader<R: Read>(reader: R, config: &Config) -> Result<Checked<'static>, ReadError> {
     check_reader_with(reader, config, no_progress())
 }
@@ -220,16 +226,130 @@ pub fn check_reader_with<R: Read>(
     progress: &dyn Progress,
 ) -> Result<Checked<'static>, ReadError> {
     if config.reference {
-        let spilled = spill(&mut reader, config.max_spill)?;
-        let bytes = map(&spilled)?;
-        return Ok(Checker::check_slice_with(config, &bytes, progress).into_owned());
+        let spilled = spill_decisive(&mut reader, config)?;
+        let bytes = map(&spilled.file)?;
+        return Ok(spilled.checked(config, &bytes, progress).into_owned());
     }
     pump(Checker::new(config), &mut reader, None, progress)
 }
 
-/// Copy `reader` into a new temporary file, unlinked at once so nothing is left behind, of at
-/// most `max` bytes.
-fn spill<R: Read + ?Sized>(reader: &mut R, max: u64) -> Result<File, ReadError> {
+/// The header length above which the reference crate rejects a file from its length field
+/// alone (`MAX_HEADER_SIZE` in safetensors 0.8.0's `tensor.rs`).
+const REFERENCE_MAX_HEADER: u64 = 100_000_000;
+
+/// The first bytes of an input, copied to an unlinked temporary file: as many as decide every
+/// verdict of the check (see [`spill_decisive`]).
+struct Spilled {
+    file: File,
+    /// How many bytes were copied.
+    len: u64,
+    /// Whether the input went on past them (it was not read to its end).
+    cut: bool,
+}
+
+impl Spilled {
+    /// Check the copied bytes (`bytes`, the mapping of `file`). For an input that went on, the
+    /// verdicts are those of the whole input, but its length is not known.
+    fn checked<'b>(
+        &self,
+        config: &Config,
+        bytes: &'b [u8],
+        progress: &dyn Progress,
+    ) -> Checked<'b> {
+        let mut checked = Checker::check_slice_with(config, bytes, progress);
+        if self.cut {
+            checked.file_len = None;
+        }
+        checked
+    }
+}
+
+/// How many bytes of a file decide every verdict a check gives, from its length field and
+/// header (`head`, the first `8 + n` bytes, or fewer when the input ended or `n` is above every
+/// limit). Past the returned count, more bytes change no verdict:
+///
+/// - the strict verdict is settled one byte past the data region its header describes
+///   (`DATA-TRAILING`), or by the header alone when the header is rejected;
+/// - the reference crate reads the header, then compares `data end + 8 + n` (wrapping, as in a
+///   release build) with the buffer's length; every check before that comparison depends on
+///   the header alone, and the comparison fails alike for every length above that sum;
+/// - the first [`HEAD_LEN`] bytes name a file that is not safetensors.
+fn decisive_len(head: &[u8], n: u64, config: &Config) -> u64 {
+    let sniff = HEAD_LEN as u64 + 1;
+    let Some(header) = head.get(LENGTH_FIELD..).filter(|h| h.len() as u64 == n) else {
+        // The length field alone decides (or the input already ended).
+        return sniff.max(head.len() as u64);
+    };
+    let base = LENGTH_FIELD as u64 + n;
+    let strict =
+        crate::check::check_header_bytes(header, config).map_or(0, |report| report.data_len());
+    let reference = std::str::from_utf8(header)
+        .ok()
+        .and_then(|text| serde_json::from_str::<safetensors::tensor::Metadata>(text).ok())
+        .map_or(base, |m| {
+            (m.data_len() as u64)
+                .wrapping_add(LENGTH_FIELD as u64)
+                .wrapping_add(n)
+        });
+    base.saturating_add(strict)
+        .max(reference)
+        .max(sniff)
+        .saturating_add(1)
+}
+
+/// Copy the bytes of `reader` that decide the check's verdicts ([`decisive_len`]) into a new
+/// temporary file, unlinked at once so nothing is left behind: at most [`Config::max_spill`]
+/// bytes, and never past one byte beyond the data region, so an endless input ends there.
+/// The header is held in memory while it is read (it is bounded by the header limits).
+fn spill_decisive<R: Read + ?Sized>(reader: &mut R, config: &Config) -> Result<Spilled, ReadError> {
+    let mut head = vec![0u8; LENGTH_FIELD];
+    let got = read_full(reader, &mut head)?;
+    head.truncate(got);
+    let mut limit = head.len() as u64;
+    if got == LENGTH_FIELD {
+        let n = u64::from_le_bytes(head[..LENGTH_FIELD].try_into().expect("8 bytes"));
+        if n <= config.max_header_size.max(REFERENCE_MAX_HEADER) {
+            reader.take(n).read_to_end(&mut head)?;
+        }
+        limit = decisive_len(&head, n, config);
+    }
+    let mut file = temp_file()?;
+    file.write_all(&head)?;
+    let written = head.len() as u64;
+    drop(head);
+    let max = config.max_spill;
+    let want = limit.saturating_sub(written);
+    let budget = max.saturating_sub(written);
+    let copied = io::copy(
+        &mut reader.take(want.min(budget.saturating_add(1))),
+        &mut file,
+    )?;
+    if copied > budget {
+        return Err(too_large(max));
+    }
+    let mut probe = Vec::new();
+    let cut = copied == want && reader.take(1).read_to_end(&mut probe)? > 0;
+    file.flush()?;
+    file.rewind()?;
+    Ok(Spilled {
+        file,
+        len: written + copied,
+        cut,
+    })
+}
+
+fn too_large(max: u64) -> ReadError {
+    ReadError::new(
+        ReadErrorKind::TooLarge,
+        format!(
+            "the input is longer than {max} bytes, the most copied to a temporary file for \
+             a check that needs the whole file (the reference verdict)"
+        ),
+    )
+}
+
+/// A new temporary file, unlinked at once so nothing is left behind.
+fn temp_file() -> Result<File, ReadError> {
     let dir = std::env::temp_dir();
     let mut file = None;
     for attempt in 0..16u32 {
@@ -254,19 +374,5 @@ fn spill<R: Read + ?Sized>(reader: &mut R, max: u64) -> Result<File, ReadError> 
             Err(e) => return Err(ReadError::io(e).with_path(&path)),
         }
     }
-    let mut file =
-        file.ok_or_else(|| ReadError::new(ReadErrorKind::Io, "could not create a temporary file"))?;
-    let copied = io::copy(&mut reader.take(max.saturating_add(1)), &mut file)?;
-    if copied > max {
-        return Err(ReadError::new(
-            ReadErrorKind::TooLarge,
-            format!(
-                "the input is longer than {max} bytes, the most copied to a temporary file for \
-                 a check that needs the whole file (the reference verdict)"
-            ),
-        ));
-    }
-    file.flush()?;
-    file.rewind()?;
-    Ok(file)
+    file.ok_or_else(|| ReadError::new(ReadErrorKind::Io, "could not create a temporary file"))
 }

@@ -131,11 +131,9 @@ fn every_read_mode_equals_the_whole_buffer_on_every_corpus_file() {
     }
 }
 
-/// A stream that never ends after a valid header: the checker stops at the first byte past
-/// the data region (`DATA-TRAILING`), having read only that far.
-#[test]
-fn an_endless_stream_ends_at_the_first_trailing_byte() {
-    let file = stcheck::write::serialize(
+/// A valid file of one U8 tensor of 4 bytes.
+fn four_byte_file() -> Vec<u8> {
+    stcheck::write::serialize(
         &[stcheck::write::TensorSpec::new(
             "w",
             stcheck::Dtype::U8,
@@ -144,7 +142,14 @@ fn an_endless_stream_ends_at_the_first_trailing_byte() {
         )],
         &[],
     )
-    .expect("serialize");
+    .expect("serialize")
+}
+
+/// A stream that never ends after a valid header: the checker stops at the first byte past
+/// the data region (`DATA-TRAILING`), having read only that far.
+#[test]
+fn an_endless_stream_ends_at_the_first_trailing_byte() {
+    let file = four_byte_file();
     for config in [Config::default(), Config::default().deep(true).sha256(true)] {
         let endless = io::Cursor::new(file.clone()).chain(io::repeat(0));
         let c = stcheck::check_reader(endless, &config).expect("no I/O error");
@@ -153,4 +158,65 @@ fn an_endless_stream_ends_at_the_first_trailing_byte() {
         assert_eq!(e.offset(), file.len() as u64);
         assert_eq!(c.bytes_read, file.len() as u64 + 1);
     }
+}
+
+/// With the reference verdict (which needs the file as one buffer), an endless stream is
+/// copied only as far as the verdicts are decided: the check ends, both verdicts are those of
+/// the file with one trailing byte, and the copy stays small.
+#[test]
+fn an_endless_stream_ends_with_the_reference_verdict_too() {
+    let file = four_byte_file();
+    let config = Config::default().reference(true);
+    let endless = io::Cursor::new(file.clone()).chain(io::repeat(0));
+    let c = stcheck::check_reader(endless, &config).expect("no I/O error");
+    let mut one_more = file.clone();
+    one_more.push(0);
+    let whole = Checker::check_slice(&config, &one_more);
+    assert_eq!(summary(&c), summary(&whole));
+    assert_eq!(c.reference, whole.reference);
+    assert!(!c.reference.as_ref().expect("reference verdict").accepts());
+    assert_eq!(c.file_len, None, "the stream's length is not known");
+    assert!(c.bytes_read < 1024, "copied {} bytes", c.bytes_read);
+}
+
+/// On every corpus file followed by an endless run of zeros, the reference-profile check of
+/// the stream gives the verdicts (strict and reference) of the file followed by more zeros
+/// than decide them, or, for a header that declares more data than the copy may hold, a
+/// read error (never a verdict, never an endless copy).
+#[test]
+fn endless_streams_get_the_verdicts_of_long_files_on_every_corpus_file() {
+    const MAX_SPILL: u64 = 1 << 20;
+    let config = Config::default().reference(true).max_spill(MAX_SPILL);
+    let mut decided = 0;
+    for (path, bytes) in corpus_files() {
+        let endless = io::Cursor::new(bytes.clone()).chain(io::repeat(0));
+        let streamed = match stcheck::check_reader(endless, &config) {
+            Ok(c) => c,
+            Err(e) => {
+                assert_eq!(e.code(), "too_large", "{path}: {e}");
+                continue;
+            }
+        };
+        let mut long = bytes.clone();
+        long.resize(bytes.len() + 2 * MAX_SPILL as usize, 0);
+        let whole = Checker::check_slice(&config, &long);
+        assert_eq!(summary(&streamed), summary(&whole), "{path}");
+        assert_eq!(
+            reference_verdict(&streamed),
+            reference_verdict(&whole),
+            "{path}"
+        );
+        decided += 1;
+    }
+    assert!(decided > 300, "only {decided} corpus files decided");
+}
+
+/// The reference verdict without the tensor names its messages quote: for tensors that share
+/// an offset, which one the crate names depends on its hash map's random order.
+fn reference_verdict(c: &Checked<'_>) -> String {
+    format!("{:?}", c.reference)
+        .split('`')
+        .step_by(2)
+        .collect::<Vec<_>>()
+        .join("`_`")
 }
