@@ -11,7 +11,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -568,6 +568,66 @@ fn lines_printed_before_a_stall_survive_a_kill() {
         String::from_utf8_lossy(expected),
         "the line of the file checked before the stall was not written out"
     );
+}
+
+/// Standard input that never ends after a valid file: every mode answers at once, the strict
+/// modes with DATA-TRAILING and the reference verdict with the crate's length error, instead of
+/// reading (or copying to a temporary file) without end. The writer stops at the first broken
+/// pipe, or after 1 GiB (then stcheck read far more than it needed, and the test fails).
+#[test]
+fn endless_standard_input_ends_in_every_mode() {
+    const CAP: u64 = 1 << 30;
+    let dir = tempdir("endless-stdin");
+    for mode in [
+        &[][..],
+        &["--deep", "--sha256"][..],
+        &["--no-mmap"][..],
+        &["--compare-reference"][..],
+        &["--profile", "reference"][..],
+        &["--json", "--compare-reference"][..],
+    ] {
+        let mut child = Command::new(bin())
+            .args(mode)
+            .arg("-")
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn stcheck");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let writer = thread::spawn(move || {
+            let mut sent = 0u64;
+            if stdin.write_all(&valid_file()).is_err() {
+                return sent;
+            }
+            let zeros = vec![0u8; 1 << 16];
+            while sent < CAP {
+                if stdin.write_all(&zeros).is_err() {
+                    break;
+                }
+                sent += zeros.len() as u64;
+            }
+            sent
+        });
+        let out = reader(child.stdout.take().expect("stdout"));
+        let err = reader(child.stderr.take().expect("stderr"));
+        let status = wait_bounded(&mut child);
+        let sent = writer.join().expect("writer");
+        let stdout = String::from_utf8(out.join().expect("stdout")).expect("UTF-8");
+        let stderr = String::from_utf8(err.join().expect("stderr")).expect("UTF-8");
+        let status = status.unwrap_or_else(|| panic!("{mode:?}: stcheck - hangs on endless input"));
+        assert!(
+            sent < CAP,
+            "{mode:?}: stcheck read {sent} bytes of zeros and went on"
+        );
+        assert_eq!(status.code(), Some(1), "{mode:?}: {stdout}{stderr}");
+        if mode.contains(&"reference") {
+            assert!(stdout.contains("incomplete metadata"), "{mode:?}: {stdout}");
+        } else {
+            assert!(stdout.contains("DATA-TRAILING"), "{mode:?}: {stdout}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
