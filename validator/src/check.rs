@@ -97,6 +97,12 @@ struct Machine<'a, 'c> {
     header_len: Option<u64>,
     consumed: u64,
     stage: Stage<'a>,
+    /// Whether this checker gives the reference verdict itself, from the length field, the
+    /// header and the declared length (a fed checker with [`Config::reference`]); a whole
+    /// buffer runs the crate on the buffer instead.
+    reference_from_head: bool,
+    /// That verdict, once the bytes it needs are in.
+    reference: Option<Verdict>,
 }
 
 #[derive(Debug)]
@@ -141,6 +147,7 @@ struct DataStage<'a> {
 
 impl<'c> Machine<'static, 'c> {
     fn new(config: Cow<'c, Config>, len: Option<u64>) -> Self {
+        let reference_from_head = config.reference;
         Machine {
             config,
             len,
@@ -150,6 +157,8 @@ impl<'c> Machine<'static, 'c> {
                 buf: [0; frame::LENGTH_FIELD],
                 got: 0,
             },
+            reference_from_head,
+            reference: None,
         }
     }
 }
@@ -165,7 +174,9 @@ impl<'a> Checker<'a> {
     /// Declare the file's length (a file's size, an HTTP `Content-Range`). A check that does
     /// not read the data ([`Config::reads_data`] false) then needs only the length field and
     /// the header, and decides `DATA-TRUNCATED` / `DATA-TRAILING` from the length; one that
-    /// reads the data must be fed exactly this many bytes.
+    /// reads the data must be fed exactly this many bytes. With [`Config::reference`], the
+    /// length is what lets a fed checker give the reference crate's verdict (from the length
+    /// field and the header); without it, [`Checked::reference`] stays `None`.
     pub fn with_len(mut self, len: u64) -> Self {
         self.0.len = Some(len);
         self
@@ -224,6 +235,8 @@ impl<'a> Checker<'a> {
                 buf: [0; frame::LENGTH_FIELD],
                 got: 0,
             },
+            reference_from_head: false,
+            reference: None,
         };
         let prefix_len = file.len().min(frame::LENGTH_FIELD);
         c.feed(&file[..prefix_len]);
@@ -285,6 +298,7 @@ impl<'a> Machine<'a, '_> {
                     if buf.len() as u64 == *n {
                         let prefix = *prefix;
                         let header = std::mem::take(buf);
+                        self.settle_reference(&[&prefix[..], &header[..]]);
                         self.enter_data(&prefix, Cow::Owned(header));
                     }
                 }
@@ -366,6 +380,7 @@ impl<'a> Machine<'a, '_> {
     /// The length field is at fault: the verdict, or first the sniff of the file's first
     /// bytes when the fault is one `FRAME-NOT-SAFETENSORS` may replace.
     fn length_fault(&mut self, prefix: [u8; frame::LENGTH_FIELD], cause: Error) {
+        self.settle_reference(&[&prefix[..]]);
         if !frame::refinable(&cause) {
             return self.stage = Stage::Done(Box::new(Err(cause)));
         }
@@ -387,6 +402,14 @@ impl<'a> Machine<'a, '_> {
         }
     }
 
+    /// With [`Config::reference`] in a fed checker of known length: the reference crate's
+    /// verdict from the file's first bytes, `head` (see [`reference::verdict_of_head`]).
+    fn settle_reference(&mut self, head: &[&[u8]]) {
+        if let (true, None, Some(len)) = (self.reference_from_head, &self.reference, self.len) {
+            self.reference = reference::verdict_of_head(&head.concat(), len);
+        }
+    }
+
     /// After the header bytes: framing, the parse, the layout; then the data stage.
     fn enter_data(&mut self, prefix: &[u8], header: Cow<'a, [u8]>) {
         let report = match check_header(header, &self.config) {
@@ -404,7 +427,14 @@ impl<'a> Machine<'a, '_> {
         }));
     }
 
-    fn finish(self) -> Checked<'a> {
+    fn finish(mut self) -> Checked<'a> {
+        // A file shorter than the length field: all of it is here for the reference verdict.
+        if let Stage::Length { buf, got } = &self.stage {
+            if self.len == Some(*got as u64) {
+                let head = buf[..*got].to_vec();
+                self.settle_reference(&[&head[..]]);
+            }
+        }
         let mut file_len = self.len;
         let mut deep_found = None;
         let mut sha256 = None;
@@ -454,7 +484,7 @@ impl<'a> Machine<'a, '_> {
             verdict,
             deep: deep_found,
             sha256,
-            reference: None,
+            reference: self.reference,
             portable: None,
             file_len,
             header_len: self.header_len,

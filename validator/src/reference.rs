@@ -1,6 +1,9 @@
 //! The reference profile: the verdict of the real `safetensors` 0.8.0 crate on the same bytes.
 //!
-//! Nothing here reimplements the reference's behaviour; it calls the crate. Its known
+//! Nothing here reimplements the reference's behaviour; it calls the crate: on the whole
+//! buffer of a mapped file, or, for a source that reads only the header of a file of known
+//! length (a URL, a file read without mapping), on a sparse temporary file of that length that
+//! holds the length field and the header (the crate reads nothing else). Its known
 //! differences from the strict profile are listed in `SPEC.md` ("Differences from the
 //! reference") and summarised per rule by [`crate::Rule::reference_divergence`].
 
@@ -38,6 +41,39 @@ pub struct RefTensor {
     pub file_begin: u64,
     /// One past the last byte.
     pub file_end: u64,
+}
+
+/// The reference header length limit (`MAX_HEADER_SIZE` in safetensors 0.8.0's
+/// `tensor.rs`): above it the crate rejects a file from its length field alone.
+pub(crate) const MAX_HEADER: u64 = 100_000_000;
+
+/// The reference crate's verdict on a file of `len` bytes of which only the first bytes,
+/// `head` (the length field and the header), are at hand: a remote file, or one read in
+/// ranges. The crate reads nothing past the header (it checks the header and compares the
+/// length; tensors are only sliced), so it is run on a sparse temporary file of `len` bytes
+/// holding `head` and mapped: the same verdict as on the whole file, without its data.
+///
+/// `None` when the verdict cannot be had this way: `head` does not hold the header the crate
+/// would read (`8 + n` bytes for a header length `n` it does not reject from the length
+/// field alone), or the sparse file could not be made or mapped.
+pub(crate) fn verdict_of_head(head: &[u8], len: u64) -> Option<Verdict> {
+    if head.len() as u64 > len {
+        return None;
+    }
+    if let Some(field) = head.get(..8) {
+        let n = u64::from_le_bytes(field.try_into().ok()?);
+        let needs_header = n <= MAX_HEADER && n.checked_add(8).is_some_and(|end| end <= len);
+        if needs_header && (head.len() as u64) < 8 + n {
+            return None;
+        }
+    } else if (head.len() as u64) < len.min(8) {
+        return None;
+    }
+    let mut file = crate::source::temp_file().ok()?;
+    std::io::Write::write_all(&mut file, head).ok()?;
+    file.set_len(len).ok()?;
+    let map = crate::source::map(&file).ok()?;
+    (map.len() as u64 == len).then(|| verdict(&map))
 }
 
 /// Run the reference crate on `file`. Tensors are sorted by (offset, name).

@@ -180,24 +180,12 @@ pub fn check_file_with<T>(
             }
             Ok(f(Checker::check_slice_with(config, &bytes, progress)))
         }
-        ReadMode::Read if config.reference => {
-            // The reference crate needs the file as one buffer: the bytes that decide the
-            // verdicts go to a temporary file (disk, not memory) and are mapped from there.
-            let spilled = spill_decisive(&mut &*file, config)?;
-            if spilled.len != len && !(spilled.cut && spilled.len < len) {
-                return Err(ReadError::new(
-                    ReadErrorKind::Changed,
-                    "the file changed size while it was read",
-                ));
-            }
-            let bytes = map(&spilled.file)?;
-            let mut checked = Checker::check_slice_with(config, &bytes, progress);
-            checked.file_len = Some(len);
-            Ok(f(checked))
-        }
         ReadMode::Read => {
+            // With the reference verdict, the checker runs the crate on the length field and
+            // header it reads, over a sparse file of this length (`Checker::with_len`).
             let checker = Checker::new(config).with_len(len);
-            Ok(f(pump(checker, &mut &*file, Some(len), progress)?))
+            let checked = pump(checker, &mut &*file, Some(len), progress)?;
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Stream if config.reference => {
             let spilled = spill_decisive(&mut &*file, config)?;
@@ -233,16 +221,10 @@ pub fn check_reader_with<R: Read>(
     pump(Checker::new(config), &mut reader, None, progress)
 }
 
-/// The header length above which the reference crate rejects a file from its length field
-/// alone (`MAX_HEADER_SIZE` in safetensors 0.8.0's `tensor.rs`).
-const REFERENCE_MAX_HEADER: u64 = 100_000_000;
-
 /// The first bytes of an input, copied to an unlinked temporary file: as many as decide every
 /// verdict of the check (see [`spill_decisive`]).
 struct Spilled {
     file: File,
-    /// How many bytes were copied.
-    len: u64,
     /// Whether the input went on past them (it was not read to its end).
     cut: bool,
 }
@@ -308,7 +290,7 @@ fn spill_decisive<R: Read + ?Sized>(reader: &mut R, config: &Config) -> Result<S
     let mut limit = head.len() as u64;
     if got == LENGTH_FIELD {
         let n = u64::from_le_bytes(head[..LENGTH_FIELD].try_into().expect("8 bytes"));
-        if n <= config.max_header_size.max(REFERENCE_MAX_HEADER) {
+        if n <= config.max_header_size.max(crate::reference::MAX_HEADER) {
             reader.take(n).read_to_end(&mut head)?;
         }
         limit = decisive_len(&head, n, config);
@@ -331,11 +313,7 @@ fn spill_decisive<R: Read + ?Sized>(reader: &mut R, config: &Config) -> Result<S
     let cut = copied == want && reader.take(1).read_to_end(&mut probe)? > 0;
     file.flush()?;
     file.rewind()?;
-    Ok(Spilled {
-        file,
-        len: written + copied,
-        cut,
-    })
+    Ok(Spilled { file, cut })
 }
 
 fn too_large(max: u64) -> ReadError {
@@ -348,8 +326,26 @@ fn too_large(max: u64) -> ReadError {
     )
 }
 
+/// A check asked for the reference verdict must give it: a source that could not run the
+/// crate (a sparse temporary file that could not be made, a header the checker did not read)
+/// has not checked the file, rather than giving the strict verdict in its place.
+pub(crate) fn require_reference<'b>(
+    checked: Checked<'b>,
+    config: &Config,
+) -> Result<Checked<'b>, ReadError> {
+    if config.reference && checked.reference.is_none() {
+        return Err(ReadError::new(
+            ReadErrorKind::Io,
+            "the reference verdict could not be computed: the reference crate could not be \
+             run on the file's header (a temporary file could not be made, or the header is \
+             above --max-header-size but within the reference's limit)",
+        ));
+    }
+    Ok(checked)
+}
+
 /// A new temporary file, unlinked at once so nothing is left behind.
-fn temp_file() -> Result<File, ReadError> {
+pub(crate) fn temp_file() -> Result<File, ReadError> {
     let dir = std::env::temp_dir();
     let mut file = None;
     for attempt in 0..16u32 {

@@ -114,6 +114,34 @@ fn urls_get_the_local_verdict_with_their_cost() {
     );
 }
 
+/// `--profile reference` and `--compare-reference` on a URL give the reference crate's
+/// verdict, from the header and the announced length, at the cost of a header check: for a
+/// file and for each shard of an index.
+#[test]
+fn the_reference_verdict_for_urls() {
+    let s = server();
+    let good = s.url("/good.safetensors");
+    let bad = s.url("/bad.safetensors");
+    let index = s.url("/set/m.safetensors.index.json");
+    let out = run(&["--json", "--profile", "reference", &good, &bad], &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let v = lines(&out.stdout);
+    assert_eq!(v[0]["data"]["status"], "valid", "{}", out.stdout);
+    assert_eq!(v[0]["data"]["reference"]["verdict"], "accept");
+    assert_eq!(v[0]["data"]["cost"]["requests"], 1);
+    assert_eq!(v[1]["data"]["status"], "invalid");
+    assert_eq!(v[1]["data"]["reference"]["verdict"], "reject");
+    assert_eq!(v[1]["data"]["strict"]["error"]["rule"], "DATA-TRAILING");
+    let out = run(&["--compare-reference", &index], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout.matches("reference: accepts (1 tensor)").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn an_index_url_checks_the_set() {
     let s = server();

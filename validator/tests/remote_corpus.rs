@@ -86,6 +86,16 @@ fn corpus_server(ranges: bool) -> (Server, Files) {
     (server, files)
 }
 
+/// The reference verdict without the tensor names its messages quote: for tensors that share
+/// an offset, which one the crate names depends on its hash map's random order.
+fn reference_verdict(v: &Option<stcheck::reference::Verdict>) -> String {
+    format!("{v:?}")
+        .split('`')
+        .step_by(2)
+        .collect::<Vec<_>>()
+        .join("`_`")
+}
+
 /// The header length N from the length field, if it has one.
 fn header_len(bytes: &[u8]) -> Option<u64> {
     let field: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
@@ -97,7 +107,11 @@ fn header_level(ranges: bool) {
     assert!(files.len() >= 150, "the corpus has {} files", files.len());
     let client = Remote::new(RemoteOptions::default()).expect("client");
     let mut multi_request = 0;
-    for config in [Config::default(), Config::default().deny_warnings(true)] {
+    for config in [
+        Config::default(),
+        Config::default().deny_warnings(true),
+        Config::default().reference(true),
+    ] {
         for (path, bytes) in files.iter() {
             let check = client.check(
                 &server.url(&format!("/corpus/{path}")),
@@ -107,6 +121,23 @@ fn header_level(ranges: bool) {
             let (got, _, size) = remote(&check, path);
             let (want, _) = local(bytes, &config, false);
             same(&got, &want, &format!("{path} (ranges: {ranges})"));
+            if config.reference {
+                // The reference crate's verdict, from the header and the announced length
+                // alone, is its verdict on the whole file.
+                let Ok(Found::File(file)) = &check.outcome else {
+                    panic!("{path}: not a file check")
+                };
+                let whole = stcheck::Checker::check_slice(&config, bytes);
+                assert!(
+                    file.checked.reference.is_some(),
+                    "{path}: no reference verdict"
+                );
+                assert_eq!(
+                    reference_verdict(&file.checked.reference),
+                    reference_verdict(&whole.reference),
+                    "{path} (ranges: {ranges})"
+                );
+            }
             assert_eq!(size, bytes.len() as u64, "{path}");
 
             // The budget: <= 2 requests, and <= header + 64 KiB of body.

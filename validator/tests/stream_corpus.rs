@@ -41,6 +41,10 @@ fn corpus_files() -> Vec<(String, Vec<u8>)> {
 
 /// Everything a check says, in comparable form.
 fn summary(c: &Checked<'_>) -> String {
+    format!("{} reference {}", strict_summary(c), reference_verdict(c))
+}
+
+fn strict_summary(c: &Checked<'_>) -> String {
     match &c.verdict {
         Ok(r) => {
             let names: Vec<&str> = r.tensors().map(|t| t.name).collect();
@@ -74,6 +78,8 @@ fn configs() -> Vec<Config> {
             .sha256(true)
             .deny_nonfinite(true),
         Config::default().sha256(true).deny_warnings(true),
+        Config::default().reference(true),
+        Config::default().reference(true).deep(true).sha256(true),
     ]
 }
 

@@ -334,9 +334,11 @@ pub(super) fn check_header(
             "the server did not say how long the file is",
         ));
     };
+    let checked = crate::source::require_reference(f.finish(), config)
+        .map_err(|e| RemoteError::new(ErrorKind::Setup, e.to_string()))?;
     Ok(FileCheck {
         size: id.total,
-        checked: f.finish(),
+        checked,
     })
 }
 
