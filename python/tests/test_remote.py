@@ -47,7 +47,14 @@ def _urls(base: str) -> List[str]:
 
 
 @pytest.mark.parametrize(
-    "flags,opts", [([], {}), (["--sha256", "-v"], {"sha256": True, "verbose": True})], ids=["header", "deep"]
+    "flags,opts",
+    [
+        ([], {}),
+        (["--sha256", "-v"], {"sha256": True, "verbose": True}),
+        (["--compare-reference"], {"compare_reference": True}),
+        (["--profile", "reference"], {"profile": "reference"}),
+    ],
+    ids=["header", "deep", "compare-reference", "reference-profile"],
 )
 def test_urls_give_the_cli_records(base_url: str, flags: List[str], opts: Dict[str, Any]) -> None:
     urls = _urls(base_url)
@@ -60,6 +67,11 @@ def test_urls_give_the_cli_records(base_url: str, flags: List[str], opts: Dict[s
     assert all(r["data"].get("mode") in ("remote", None) for r in got if r["type"] == "file")
     shards = [s for r in got if r["type"] == "index" for s in r["data"]["shards"] if "mode" in s]
     assert shards and all(s["mode"] == "remote" for s in shards)
+    if opts.get("compare_reference") or opts.get("profile") == "reference":
+        # The reference crate's verdict, from each header and the announced length.
+        files = [r["data"] for r in got if r["type"] == "file" and r["data"]["status"] != "io_error"]
+        files += [s for r in got if r["type"] == "index" for s in r["data"]["shards"] if "mode" in s]
+        assert files and all(f["reference"]["verdict"] in ("accept", "reject") for f in files)
 
 
 def test_check_and_validate_by_url(base_url: str) -> None:
