@@ -332,6 +332,11 @@ fn split_host_port(authority: &str) -> Result<(String, Option<u16>), String> {
     Ok((host.to_ascii_lowercase(), port))
 }
 
+/// The refusal of an `hf://` address without a file path.
+const WHOLE_REPOSITORY: &str = "an hf:// address needs a file path after org/repo: checking a \
+     whole repository (through the hub's file listing) is not supported; name its \
+     model.safetensors.index.json or its .safetensors files";
+
 /// A Hugging Face address, `hf://[datasets/|spaces/]org/repo[@revision]/path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HfAddress {
@@ -372,9 +377,7 @@ impl HfAddress {
             let path = parts.next().unwrap_or("");
             ((repo, Some(rev.join("/"))), path)
         } else {
-            let (repo, path) = rest
-                .split_once('/')
-                .ok_or("an hf:// address needs org/repo/path")?;
+            let (repo, path) = rest.split_once('/').ok_or(WHOLE_REPOSITORY)?;
             ((repo, None), path)
         };
         let (repo, rev) = repo_rev;
@@ -398,7 +401,7 @@ impl HfAddress {
                 .ok_or("the revision after '@' is empty or badly encoded")?,
         };
         if path.is_empty() {
-            return Err("an hf:// address needs a file path after org/repo".to_owned());
+            return Err(WHOLE_REPOSITORY.to_owned());
         }
         for seg in path.split('/') {
             if seg.is_empty() || seg == "." || seg == ".." {
