@@ -24,7 +24,7 @@
 //! non-finite element, or with [`Config::deny_nonfinite`] an error there. `DATA-POLYGLOT`
 //! warns when the file is also recognisable as another format (see [`sniff`]).
 //!
-//! The scan is one state machine, [`DeepScan`], that [`crate::Checker`] feeds the data region
+//! The scan is one state machine, `DeepScan`, that [`crate::Checker`] feeds the data region
 //! in chunks of any size (carrying an element split between two chunks), or hands a whole
 //! mapped data region to split across threads; every path gives the same results.
 

@@ -259,7 +259,8 @@ impl ShardSource for FsSource {
 
 /// Whether `name` is a plain file name: not empty, not `.` or `..`, no `/`, `\`, `:`, control
 /// character or invisible character (so no absolute path, no parent directory, no Windows
-/// drive or stream, nothing that displays as another name; see [`crate::names`]).
+/// drive or stream, nothing that displays as another name; the characters of the
+/// `NAME-CONTROL` and `NAME-INVISIBLE` rules).
 /// Returns the reason it is not.
 pub fn check_shard_name(name: &str) -> Result<(), &'static str> {
     if name.is_empty() {

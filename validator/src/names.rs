@@ -48,8 +48,8 @@ pub fn is_control(c: char) -> bool {
 }
 
 /// Whether `c` is a character of `NAME-INVISIBLE`: any default-ignorable code point
-/// ([`is_default_ignorable`]), which includes the bidirectional controls, the zero-width
-/// characters, the soft hyphen, the variation selectors and the tag characters.
+/// (Unicode's `Default_Ignorable_Code_Point`), which includes the bidirectional controls,
+/// the zero-width characters, the soft hyphen, the variation selectors and the tag characters.
 pub fn is_invisible(c: char) -> bool {
     is_default_ignorable(c)
 }
