@@ -406,7 +406,7 @@ impl<'a> Machine<'a, '_> {
     /// verdict from the file's first bytes, `head` (see [`reference::verdict_of_head`]).
     fn settle_reference(&mut self, head: &[&[u8]]) {
         if let (true, None, Some(len)) = (self.reference_from_head, &self.reference, self.len) {
-            self.reference = reference::verdict_of_head(&head.concat(), len);
+            self.reference = reference::verdict_of_head(head, len);
         }
     }
 
@@ -429,10 +429,9 @@ impl<'a> Machine<'a, '_> {
 
     fn finish(mut self) -> Checked<'a> {
         // A file shorter than the length field: all of it is here for the reference verdict.
-        if let Stage::Length { buf, got } = &self.stage {
-            if self.len == Some(*got as u64) {
-                let head = buf[..*got].to_vec();
-                self.settle_reference(&[&head[..]]);
+        if let Stage::Length { buf, got } = self.stage {
+            if self.len == Some(got as u64) {
+                self.settle_reference(&[&buf[..got]]);
             }
         }
         let mut file_len = self.len;

@@ -48,7 +48,7 @@ pub struct RefTensor {
 pub(crate) const MAX_HEADER: u64 = 100_000_000;
 
 /// The reference crate's verdict on a file of `len` bytes of which only the first bytes,
-/// `head` (the length field and the header), are at hand: a remote file, or one read in
+/// `head` (the length field and the header, in parts that follow one another), are at hand: a remote file, or one read in
 /// ranges. The crate reads nothing past the header (it checks the header and compares the
 /// length; tensors are only sliced), so it is run on a sparse temporary file of `len` bytes
 /// holding `head` and mapped: the same verdict as on the whole file, without its data.
@@ -56,21 +56,30 @@ pub(crate) const MAX_HEADER: u64 = 100_000_000;
 /// `None` when the verdict cannot be had this way: `head` does not hold the header the crate
 /// would read (`8 + n` bytes for a header length `n` it does not reject from the length
 /// field alone), or the sparse file could not be made or mapped.
-pub(crate) fn verdict_of_head(head: &[u8], len: u64) -> Option<Verdict> {
-    if head.len() as u64 > len {
+pub(crate) fn verdict_of_head(head: &[&[u8]], len: u64) -> Option<Verdict> {
+    let have: u64 = head.iter().map(|part| part.len() as u64).sum();
+    if have > len {
         return None;
     }
-    if let Some(field) = head.get(..8) {
-        let n = u64::from_le_bytes(field.try_into().ok()?);
+    let field: Vec<u8> = head
+        .iter()
+        .flat_map(|part| part.iter())
+        .take(8)
+        .copied()
+        .collect();
+    if let Ok(field) = <[u8; 8]>::try_from(field.as_slice()) {
+        let n = u64::from_le_bytes(field);
         let needs_header = n <= MAX_HEADER && n.checked_add(8).is_some_and(|end| end <= len);
-        if needs_header && (head.len() as u64) < 8 + n {
+        if needs_header && have < 8 + n {
             return None;
         }
-    } else if (head.len() as u64) < len.min(8) {
+    } else if have < len.min(8) {
         return None;
     }
     let mut file = crate::source::temp_file().ok()?;
-    std::io::Write::write_all(&mut file, head).ok()?;
+    for part in head {
+        std::io::Write::write_all(&mut file, part).ok()?;
+    }
     file.set_len(len).ok()?;
     let map = crate::source::map(&file).ok()?;
     (map.len() as u64 == len).then(|| verdict(&map))
