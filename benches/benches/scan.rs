@@ -6,6 +6,12 @@
 //! the whole file in the same pass, `scan/deep-2threads` splits the tensors across 2 threads and
 //! `scan/deep+sha256-2threads` hashes on one thread while the other scans.
 //!
+//! `scan/baseline-2threads` sums the mapping's words on 2 threads (the bandwidth floor of the
+//! 2-thread scans), and the `scan/read-*` benchmarks check the same file the default way,
+//! without a map: `check_file` with [`stcheck::ReadMode::Read`], whose data region is read
+//! with `pread` in blocks by each scanning thread (so a file truncated under it is an error,
+//! never `SIGBUS`).
+//!
 //! The file (F16, BF16, F32 and BOOL tensors, finite values) is built once under
 //! `CARGO_TARGET_TMPDIR` and reused. Its size is `STCHECK_SCAN_MIB` MiB (default 512); under
 //! `cargo test --benches` (criterion's test mode) a 4 MiB file is used instead.
@@ -83,7 +89,7 @@ fn build(path: &PathBuf, mib: u64) {
     std::fs::rename(&tmp, path).expect("rename bench file");
 }
 
-fn bench_file(mib: u64) -> stcheck::Mapped {
+fn bench_file(mib: u64) -> (File, stcheck::Mapped) {
     let path =
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("scan-{mib}mib-v1.safetensors"));
     if !path.exists() {
@@ -92,7 +98,8 @@ fn bench_file(mib: u64) -> stcheck::Mapped {
     let file = File::open(&path).expect("open bench file");
     // The library's one mapping function; the file lives under target/, is written once above
     // (to a temporary name, then renamed) and never modified while mapped.
-    stcheck::map(&file).expect("mmap bench file")
+    let map = stcheck::map(&file).expect("mmap bench file");
+    (file, map)
 }
 
 fn baseline(bytes: &[u8]) -> u64 {
@@ -102,9 +109,24 @@ fn baseline(bytes: &[u8]) -> u64 {
         .fold(0u64, u64::wrapping_add)
 }
 
+/// [`baseline`] on `threads` threads, each summing its share of the words.
+fn baseline_threads(bytes: &[u8], threads: usize) -> u64 {
+    let share = bytes.len().div_ceil(threads).div_ceil(8) * 8;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = bytes
+            .chunks(share.max(8))
+            .map(|part| s.spawn(move || baseline(part)))
+            .collect();
+        parts
+            .into_iter()
+            .map(|p| p.join().expect("summing thread"))
+            .fold(0u64, u64::wrapping_add)
+    })
+}
+
 fn scan_bench(c: &mut Criterion) {
     let mib = size_mib();
-    let map = bench_file(mib);
+    let (file, map) = bench_file(mib);
     let bytes: &[u8] = &map;
     let report = stcheck::validate(bytes, &Config::default()).expect("bench file is valid");
     // Warm the page cache and the mapping's page tables.
@@ -137,6 +159,22 @@ fn scan_bench(c: &mut Criterion) {
     let two_sha = deep.clone().sha256(true).threads(2);
     g.bench_function("deep+sha256-2threads", |b| {
         b.iter(|| black_box(run(&two_sha)))
+    });
+    g.bench_function("baseline-2threads", |b| {
+        b.iter(|| black_box(baseline_threads(black_box(bytes), 2)))
+    });
+    let read = |config: &Config| {
+        stcheck::check_file(&file, config, stcheck::ReadMode::Read, |checked| {
+            let deep = checked.deep.expect("bench file scans clean");
+            assert_eq!(deep.bytes_scanned, report.data_len());
+            deep
+        })
+        .expect("read the bench file")
+    };
+    g.bench_function("read-deep", |b| b.iter(|| black_box(read(&deep))));
+    g.bench_function("read-deep-2threads", |b| b.iter(|| black_box(read(&two))));
+    g.bench_function("read-deep+sha256-2threads", |b| {
+        b.iter(|| black_box(read(&two_sha)))
     });
     g.finish();
 }

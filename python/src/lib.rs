@@ -473,7 +473,7 @@ mod remote {
     /// the options read the data. An address whose path ends in `.safetensors.index.json` is
     /// a sharded set.
     pub(super) fn check(url: &str, s: &Settings) -> Outcome {
-        let shown = stcheck::escape(url).into_owned();
+        let shown = stcheck::target::shown_url(url);
         let client = CLIENT
             .get_or_init(|| Remote::new(RemoteOptions::from_env()).map_err(|e| e.to_string()));
         let client = match client {

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::deep::{DeepReport, DeepScan};
+use crate::deep::{DeepReport, DeepScan, Region, Slice};
 use crate::error::Error;
 use crate::frame;
 use crate::header;
@@ -210,6 +210,58 @@ impl<'a> Checker<'a> {
         self.0.finish()
     }
 
+    /// Whether the checker has the header and is at the data region, which a source may then
+    /// hand over whole ([`Checker::feed_region`]).
+    pub(crate) fn at_data(&self) -> bool {
+        matches!(self.0.stage, Stage::Data(_))
+    }
+
+    /// At the data region of a file of known length ([`Checker::at_data`]): take the rest of
+    /// the file, `[data start, len)`, from `region` at once, scanned across
+    /// [`Config::threads`] when the check reads the data. A region whose length is not the
+    /// data region's is not scanned: the verdict is `DATA-TRUNCATED` or `DATA-TRAILING`
+    /// whatever its bytes hold. An error of the region (the file got shorter) is returned.
+    pub(crate) fn feed_region(
+        &mut self,
+        region: &dyn Region,
+        progress: &dyn Progress,
+    ) -> Result<(), crate::ReadError> {
+        let m = &mut self.0;
+        let Stage::Data(d) = &mut m.stage else {
+            return Ok(());
+        };
+        let room = d.report.data_len() - d.seen;
+        let len = region.len();
+        if len > room {
+            // As a fed checker: the verdict is known one byte past the data region.
+            let e = d.report.trailing_error();
+            m.consumed += room + 1;
+            progress.advance(room + 1);
+            m.stage = Stage::Done(Box::new(Err(e)));
+            return Ok(());
+        }
+        match d.deep.as_mut() {
+            Some(deep) if len == room && d.seen == 0 => deep.feed_region(
+                &d.report,
+                region,
+                m.config.threads,
+                m.config.min_bytes_per_thread,
+                progress,
+            )?,
+            Some(deep) if len == room => {
+                let at = d.report.data_start() + d.seen;
+                region.visit(at, len, &mut |piece| {
+                    deep.feed(&d.report, piece);
+                    progress.advance(piece.len() as u64);
+                })?;
+            }
+            _ => progress.advance(len),
+        }
+        d.seen += len;
+        m.consumed += len;
+        Ok(())
+    }
+
     /// Check a whole file held in memory or mapped: the header is borrowed from `file`, and
     /// the deep scan may split the data across [`Config::threads`]. Runs the reference crate
     /// too with [`Config::reference`].
@@ -254,9 +306,14 @@ impl<'a> Checker<'a> {
                 let data = file.get(end..).unwrap_or(&[]);
                 if let Some(deep) = d.deep.as_mut() {
                     progress.advance(c.consumed);
-                    deep.feed_all(
+                    let region = Slice {
+                        bytes: data,
+                        base: end as u64,
+                    };
+                    // A region in memory gives every byte it is asked for.
+                    let _ = deep.feed_region(
                         &d.report,
-                        data,
+                        &region,
                         c.config.threads,
                         c.config.min_bytes_per_thread,
                         &progress,

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::dtype::Dtype;
-use crate::error::{Error, Finding, Warning};
+use crate::error::{Error, Finding, ReadError, Warning};
 use crate::limits::Config;
 use crate::report::Report;
 use crate::rules::Rule;
@@ -92,8 +92,18 @@ impl TensorStats {
 #[non_exhaustive]
 pub struct DeepReport {
     /// The tensors holding a NaN or an infinity, in offset order (only those: a file of a
-    /// million finite tensors costs nothing here).
+    /// million finite tensors costs nothing here): the first
+    /// [`Config::max_warnings_per_rule`] of them, as their `DATA-NONFINITE` warnings are
+    /// capped. [`DeepReport::non_finite_tensors`] counts them all.
     pub non_finite: Vec<TensorStats>,
+    /// How many tensors hold a NaN or an infinity (listed in `non_finite` or not).
+    pub non_finite_tensors: u64,
+    /// NaN values in all tensors (C64: each F32 part counts).
+    pub nan: u64,
+    /// Positive infinities in all tensors.
+    pub pos_inf: u64,
+    /// Negative infinities in all tensors.
+    pub neg_inf: u64,
     /// Bytes of tensor data the scan went through (the data region's length).
     pub bytes_scanned: u64,
 }
@@ -415,17 +425,14 @@ struct Feeder {
     carry: [u8; 8],
     carry_len: usize,
     carry_at: u64,
-    /// The tensors with a special value, in offset order, with their counts: sparse, so a
-    /// scan of a million clean tensors keeps nothing per tensor.
-    accs: Vec<(usize, Acc)>,
+    tally: Tally,
     deny_nonfinite: bool,
-    /// Index of the tensor whose `first` is a fault (stops the scan).
-    fault: Option<usize>,
 }
 
 impl Feeder {
-    /// A feeder whose next byte is at file offset `pos`, which must be an element boundary.
-    fn new(report: &Report<'_>, pos: u64, deny_nonfinite: bool) -> Self {
+    /// A feeder whose next byte is at file offset `pos`, which must be an element boundary,
+    /// keeping the counts of at most `cap` tensors (see [`Tally`]).
+    fn new(report: &Report<'_>, pos: u64, deny_nonfinite: bool, cap: usize) -> Self {
         let idx = first_index(report.len(), |i| span(report, i).is_none_or(|s| s.1 > pos));
         Feeder {
             idx,
@@ -433,14 +440,13 @@ impl Feeder {
             carry: [0; 8],
             carry_len: 0,
             carry_at: 0,
-            accs: Vec::new(),
+            tally: Tally::new(cap),
             deny_nonfinite,
-            fault: None,
         }
     }
 
     fn feed(&mut self, report: &Report<'_>, mut rest: &[u8]) {
-        while !rest.is_empty() && self.fault.is_none() {
+        while !rest.is_empty() && self.tally.fault.is_none() {
             let Some((begin, end, dtype)) = span(report, self.idx) else {
                 return;
             };
@@ -498,41 +504,95 @@ impl Feeder {
         if local == Acc::default() {
             return;
         }
-        match self.accs.last_mut() {
-            Some((i, a)) if *i == self.idx => a.merge(&local),
-            _ => self.accs.push((self.idx, local)),
-        }
-        if local.first.is_some() && (dtype == Dtype::BOOL || self.deny_nonfinite) {
-            self.fault = Some(self.idx);
-        }
+        let fault = local.first.is_some() && (dtype == Dtype::BOOL || self.deny_nonfinite);
+        self.tally.add(self.idx, dtype, local, fault);
     }
 }
 
-/// Outcome of feeding the data region: per-tensor accumulators and the first fault.
-#[derive(Debug)]
-struct Scanned {
-    accs: Vec<(usize, Acc)>,
-    fault: Option<usize>,
+/// Add the counts `a` of tensor `idx` to `accs`: merged into the last entry if it is the same
+/// tensor, else a new entry while fewer than `cap` are kept.
+fn keep(accs: &mut Vec<(usize, Acc)>, cap: usize, idx: usize, a: Acc) {
+    if let Some((i, kept)) = accs.last_mut() {
+        if *i == idx {
+            kept.merge(&a);
+            return;
+        }
+    }
+    if accs.len() < cap {
+        accs.push((idx, a));
+    }
 }
 
-impl Scanned {
-    /// The parts of consecutive ranges, in order; a tensor split between two ranges is one.
-    fn merge(parts: Vec<Scanned>) -> Scanned {
-        let mut accs: Vec<(usize, Acc)> = Vec::new();
-        let mut fault = None;
+/// What a scan found, in bounded memory: the counts of the first `cap` tensors (in offset
+/// order) that hold a NaN or an infinity, the exact number of such tensors and the exact
+/// totals beside them, and the first fault. A file of a million NaN scalars keeps `cap`
+/// entries, not a million (as warnings are capped, [`Config::max_warnings_per_rule`]).
+#[derive(Debug)]
+struct Tally {
+    cap: usize,
+    /// The first tensors with a special value, in offset order, with their counts: sparse,
+    /// so a scan of a million clean tensors keeps nothing per tensor.
+    accs: Vec<(usize, Acc)>,
+    /// Tensors (other than BOOL) holding a NaN or infinity, kept in `accs` or not.
+    flagged: u64,
+    /// The last tensor counted in `flagged` (a tensor split between two ranges counts once).
+    last_flagged: Option<usize>,
+    /// NaN and infinities of every tensor.
+    totals: Acc,
+    /// The tensor whose `first` is a fault (stops the scan), with its counts.
+    fault: Option<(usize, Acc)>,
+}
+
+impl Tally {
+    fn new(cap: usize) -> Self {
+        Tally {
+            cap: cap.max(1),
+            accs: Vec::new(),
+            flagged: 0,
+            last_flagged: None,
+            totals: Acc::default(),
+            fault: None,
+        }
+    }
+
+    /// Counts `a` of tensor `idx`, which come after every count added before.
+    fn add(&mut self, idx: usize, dtype: Dtype, a: Acc, fault: bool) {
+        keep(&mut self.accs, self.cap, idx, a);
+        if dtype != Dtype::BOOL && a.nan + a.pos_inf + a.neg_inf > 0 {
+            self.totals.merge(&Acc { first: None, ..a });
+            if self.last_flagged != Some(idx) {
+                self.flagged += 1;
+                self.last_flagged = Some(idx);
+            }
+        }
+        if fault {
+            let kept = self.acc(idx).copied().unwrap_or(a);
+            self.fault = Some((idx, kept));
+        }
+    }
+
+    /// The tallies of consecutive ranges, in order; a tensor split between two ranges is one.
+    fn merge(parts: Vec<Tally>, cap: usize) -> Tally {
+        let mut out = Tally::new(cap);
         for p in parts {
-            if fault.is_some() {
+            if out.fault.is_some() {
                 break;
             }
-            for (i, b) in p.accs {
-                match accs.last_mut() {
-                    Some((j, a)) if *j == i => a.merge(&b),
-                    _ => accs.push((i, b)),
+            let mut flagged = p.flagged;
+            if let (Some(last), Some(&(first, _))) = (out.last_flagged, p.accs.first()) {
+                if last == first && flagged > 0 {
+                    flagged -= 1;
                 }
             }
-            fault = p.fault;
+            for (i, b) in p.accs {
+                keep(&mut out.accs, out.cap, i, b);
+            }
+            out.flagged += flagged;
+            out.last_flagged = p.last_flagged.or(out.last_flagged);
+            out.totals.merge(&p.totals);
+            out.fault = p.fault;
         }
-        Scanned { accs, fault }
+        out
     }
 
     fn acc(&self, i: usize) -> Option<&Acc> {
@@ -568,6 +628,45 @@ fn split(report: &Report<'_>, data_start: u64, file_len: u64, n: usize) -> Vec<(
     cuts.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
+/// The data region of a file, for a scan split across threads: each thread asks for its own
+/// range. A buffer in memory lends its bytes ([`Slice`]); a file is read in blocks into a
+/// buffer of the thread's own (`source::FileRegion`), so nothing maps the file and a file
+/// that shrinks under the scan is an error, not a signal.
+pub(crate) trait Region: Sync {
+    /// The region's length in bytes (it starts at the data region's file offset).
+    fn len(&self) -> u64;
+
+    /// Call `f` on the bytes at file offsets `[at, at + len)`, in order, in pieces.
+    fn visit(&self, at: u64, len: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), ReadError>;
+}
+
+/// A data region held in memory: `bytes` start at file offset `base`.
+#[derive(Debug)]
+pub(crate) struct Slice<'b> {
+    pub(crate) bytes: &'b [u8],
+    pub(crate) base: u64,
+}
+
+impl Region for Slice<'_> {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn visit(&self, at: u64, len: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), ReadError> {
+        let from = usize::try_from(at - self.base).unwrap_or(usize::MAX);
+        let to = usize::try_from(at - self.base + len).unwrap_or(usize::MAX);
+        for piece in self
+            .bytes
+            .get(from..to)
+            .unwrap_or(&[])
+            .chunks(PROGRESS_STEP)
+        {
+            f(piece);
+        }
+        Ok(())
+    }
+}
+
 /// The deep scan of one file, fed its bytes in order (or handed the whole mapped buffer), with
 /// the hash computed in the same pass. Driven by [`crate::Checker`], which owns the order of
 /// the stages.
@@ -601,7 +700,12 @@ impl DeepScan {
             push_tail(&mut tail, part);
         }
         DeepScan {
-            feeder: Feeder::new(report, report.data_start(), config.deny_nonfinite),
+            feeder: Feeder::new(
+                report,
+                report.data_start(),
+                config.deny_nonfinite,
+                config.max_warnings_per_rule,
+            ),
             hasher,
             head,
             data_head: Vec::new(),
@@ -622,6 +726,13 @@ impl DeepScan {
     }
 
     fn note(&mut self, bytes: &[u8]) {
+        self.note_head(bytes);
+        push_tail(&mut self.tail, bytes);
+        self.data_seen = self.data_seen.saturating_add(bytes.len() as u64);
+    }
+
+    /// Keep the first [`SNIFF_LEN`] bytes of the data region (and of the file).
+    fn note_head(&mut self, bytes: &[u8]) {
         if self.data_head.len() < SNIFF_LEN {
             let more = (SNIFF_LEN - self.data_head.len()).min(bytes.len());
             self.data_head.extend_from_slice(&bytes[..more]);
@@ -630,32 +741,26 @@ impl DeepScan {
             let more = (SNIFF_LEN - self.head.len()).min(bytes.len());
             self.head.extend_from_slice(&bytes[..more]);
         }
-        push_tail(&mut self.tail, bytes);
-        self.data_seen = self.data_seen.saturating_add(bytes.len() as u64);
     }
 
-    /// The whole data region at once (a mapped file), split across `threads` (one of them
-    /// hashing when the hash is on): the same result as feeding it in order. `progress` is told
-    /// of the bytes done every [`PROGRESS_STEP`] bytes (with the hash on, a byte is done once
-    /// it is both scanned and hashed); the counts add up to `data.len()`.
-    pub(crate) fn feed_all(
+    /// The whole data region at once, split across `threads` (one of them hashing when the
+    /// hash is on): the same result as feeding it in order. The bytes come from `region`: a
+    /// buffer in memory, or a file read in blocks (see [`Region`]); a region that cannot give
+    /// its bytes (a file that got shorter) stops the scan with that error. `progress` is told
+    /// of the bytes done as the threads go (with the hash on, a byte is done once it is both
+    /// scanned and hashed); the counts add up to the region's length.
+    pub(crate) fn feed_region(
         &mut self,
         report: &Report<'_>,
-        data: &[u8],
+        region: &dyn Region,
         threads: usize,
         min_share: u64,
         progress: &dyn Progress,
-    ) {
-        let threads = threads.max(1);
-        if threads == 1 {
-            for step in data.chunks(PROGRESS_STEP) {
-                self.feed(report, step);
-                progress.advance(step.len() as u64);
-            }
-            return;
-        }
+    ) -> Result<(), ReadError> {
         let data_start = report.data_start();
-        let file_len = data_start + data.len() as u64;
+        let len = region.len();
+        let file_len = data_start + len;
+        let threads = threads.max(1);
         let min_share = if min_share == 0 {
             DEFAULT_MIN_BYTES_PER_THREAD
         } else {
@@ -666,57 +771,67 @@ impl DeepScan {
         } else {
             threads
         };
-        let by_size = usize::try_from(data.len() as u64 / min_share).unwrap_or(usize::MAX);
+        let by_size = usize::try_from(len / min_share).unwrap_or(usize::MAX);
         let n = scanners.min(by_size).max(1);
+        if threads == 1 || (n == 1 && self.hasher.is_none()) {
+            region.visit(data_start, len, &mut |piece| {
+                self.feed(report, piece);
+                progress.advance(piece.len() as u64);
+            })?;
+            return Ok(());
+        }
         let ranges = split(report, data_start, file_len, n);
         let deny = self.feeder.deny_nonfinite;
+        let cap = self.feeder.tally.cap;
         let hasher = self.hasher.take();
         let done = Done::new(progress, hasher.is_some());
         let done = &done;
         let (scanned, hasher) = std::thread::scope(|s| {
             let hashing = hasher.map(|mut h| {
                 s.spawn(move || {
-                    for step in data.chunks(PROGRESS_STEP) {
-                        h.update(step);
-                        done.add(&done.hashed, step.len());
-                    }
-                    h
+                    region
+                        .visit(data_start, len, &mut |piece| {
+                            h.update(piece);
+                            done.add(&done.hashed, piece.len());
+                        })
+                        .map(|()| h)
                 })
             });
             let workers: Vec<_> = ranges
                 .iter()
                 .map(|&(a, b)| {
-                    let bytes = data
-                        .get(
-                            usize::try_from(a - data_start).unwrap_or(0)
-                                ..usize::try_from(b - data_start).unwrap_or(0),
-                        )
-                        .unwrap_or(&[]);
                     s.spawn(move || {
-                        let mut f = Feeder::new(report, a, deny);
-                        for step in bytes.chunks(PROGRESS_STEP) {
-                            f.feed(report, step);
-                            done.add(&done.scanned, step.len());
-                        }
-                        Scanned {
-                            accs: f.accs,
-                            fault: f.fault,
-                        }
+                        let mut f = Feeder::new(report, a, deny, cap);
+                        region.visit(a, b - a, &mut |piece| {
+                            f.feed(report, piece);
+                            done.add(&done.scanned, piece.len());
+                        })?;
+                        Ok(f.tally)
                     })
                 })
                 .collect();
-            let parts: Vec<Scanned> = workers
+            let parts: Result<Vec<Tally>, ReadError> = workers
                 .into_iter()
                 .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect();
-            let h = hashing.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            (Scanned::merge(parts), h)
+            let h = hashing
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .transpose();
+            (parts.map(|p| Tally::merge(p, cap)), h)
         });
-        done.finish(data.len());
+        let (scanned, hasher) = (scanned?, hasher?);
+        done.finish(len);
         self.hasher = hasher;
-        self.feeder.accs = scanned.accs;
-        self.feeder.fault = scanned.fault;
-        self.note(data);
+        self.feeder.tally = scanned;
+        // What `note` keeps of the bytes: the head of the data region and the tail of the file.
+        let head = len.min(SNIFF_LEN as u64);
+        region.visit(data_start, head, &mut |piece| self.note_head(piece))?;
+        let tail = len.min(ZIP_EOCD_WINDOW as u64);
+        region.visit(file_len - tail, tail, &mut |piece| {
+            push_tail(&mut self.tail, piece)
+        })?;
+        self.data_seen = self.data_seen.saturating_add(len);
+        Ok(())
     }
 
     /// The findings: the fault (error) if any, then the warnings pushed into `report`; the
@@ -736,10 +851,7 @@ impl DeepScan {
             tail_start,
             file_len,
         };
-        let scanned = Scanned {
-            accs: self.feeder.accs,
-            fault: self.feeder.fault,
-        };
+        let scanned = self.feeder.tally;
         (conclude(report, scanned, &view, self.data_seen), sha)
     }
 }
@@ -788,8 +900,8 @@ impl<'p> Done<'p> {
     }
 
     /// After the threads: the whole region is done.
-    fn finish(&self, len: usize) {
-        self.tell(len as u64);
+    fn finish(&self, len: u64) {
+        self.tell(len);
     }
 }
 
@@ -931,21 +1043,24 @@ fn polyglot_warnings(v: &PolyglotView<'_>) -> Vec<Warning> {
 /// `report` (capped like every warning), and the counts.
 fn conclude(
     report: &mut Report<'_>,
-    scanned: Scanned,
+    scanned: Tally,
     view: &PolyglotView<'_>,
     bytes_scanned: u64,
 ) -> Result<DeepReport, Error> {
-    if let Some(idx) = scanned.fault {
-        if let Some(e) = scanned.acc(idx).and_then(|a| fault_error(report, idx, a)) {
+    if let Some((idx, acc)) = &scanned.fault {
+        if let Some(e) = fault_error(report, *idx, acc) {
             return Err(e);
         }
     }
     let mut warnings = nonfinite_warnings(report, &scanned.accs);
+    let kept = warnings.len() as u64;
     warnings.extend(polyglot_warnings(view));
     warnings.sort_by_key(Finding::offset);
     for w in warnings {
         report.push_warning(w);
     }
+    // The tensors past the cap: counted, as the warnings of every rule are.
+    report.count_warnings(Rule::DataNonFinite, scanned.flagged.saturating_sub(kept));
     report.settle_warnings();
     let non_finite = scanned
         .accs
@@ -963,6 +1078,10 @@ fn conclude(
         .collect();
     Ok(DeepReport {
         non_finite,
+        non_finite_tensors: scanned.flagged,
+        nan: scanned.totals.nan,
+        pos_inf: scanned.totals.pos_inf,
+        neg_inf: scanned.totals.neg_inf,
         bytes_scanned: bytes_scanned.min(report.data_len()),
     })
 }

@@ -153,7 +153,7 @@ impl FsSource {
             dir,
             root: None,
             links: LinkPolicy::confined(),
-            mode: ReadMode::Mmap,
+            mode: ReadMode::Read,
         }
     }
 
@@ -178,7 +178,7 @@ impl FsSource {
         self
     }
 
-    /// How shards are read. Default: [`ReadMode::Mmap`].
+    /// How shards are read. Default: [`ReadMode::Read`].
     pub fn read_mode(mut self, mode: ReadMode) -> Self {
         self.mode = mode;
         self

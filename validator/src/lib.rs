@@ -64,6 +64,7 @@ pub mod sarif;
 mod size;
 mod source;
 pub mod spec;
+pub mod target;
 pub mod wire;
 pub mod write;
 

@@ -52,6 +52,18 @@ impl Warnings {
         }
     }
 
+    /// Count `n` more findings of `rule` that are not kept: they lie past the cap (their
+    /// producer kept only the first ones).
+    pub(crate) fn count(&mut self, rule: Rule, n: u64) {
+        if n == 0 || self.allow.contains(&rule) {
+            return;
+        }
+        match self.counts.iter_mut().find(|c| c.0 == rule) {
+            Some(c) => c.1 += n,
+            None => self.counts.push((rule, n, 0)),
+        }
+    }
+
     pub(crate) fn push(&mut self, f: Finding) {
         let rule = f.rule();
         if self.allow.contains(&rule) {
@@ -381,6 +393,11 @@ impl<'a> Report<'a> {
     /// Add a warning found after stage 2 (the deep scan), keeping file order.
     pub(crate) fn push_warning(&mut self, w: Warning) {
         self.warnings.push(w);
+    }
+
+    /// Count `n` more warnings of `rule` that are not kept (past the cap).
+    pub(crate) fn count_warnings(&mut self, rule: Rule, n: u64) {
+        self.warnings.count(rule, n);
     }
 
     pub(crate) fn settle_warnings(&mut self) {

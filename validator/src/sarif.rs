@@ -240,6 +240,7 @@ impl ArtifactLocation {
     /// percent-encoded.
     pub fn of_url(url: &str) -> Self {
         use std::fmt::Write as _;
+        let url = crate::target::redacted_url(url);
         let mut uri = String::with_capacity(url.len());
         for &b in url.as_bytes() {
             if b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b) {
@@ -390,6 +391,7 @@ impl Shards {
 
     /// The shards of the index at `url`: the URL up to its last `/`.
     pub fn of_index_url(url: &str) -> Self {
+        let url = crate::target::redacted_url(url);
         Shards::Url(url.rfind('/').map_or("", |k| &url[..=k]).to_owned())
     }
 
@@ -763,7 +765,7 @@ mod tests {
         assert_eq!(ArtifactLocation::of_dir(Path::new("/w")).uri, "file:///w/");
         assert_eq!(
             ArtifactLocation::of_url("hf://org/m@main/a b\u{e9}.safetensors?x=1").uri,
-            "hf://org/m@main/a%20b%C3%A9.safetensors?x=1"
+            "hf://org/m@main/a%20b%C3%A9.safetensors?..."
         );
         assert_eq!(
             Shards::of_index_url("https://h/m/x.safetensors.index.json")

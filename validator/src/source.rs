@@ -18,11 +18,15 @@ use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ReadMode {
-    /// Memory-mapped (the default): the header is borrowed from the map and only the pages a
-    /// check touches are read.
+    /// Memory-mapped: the header is borrowed from the map and only the pages a check touches
+    /// are read. **A file truncated by another process while it is mapped kills this process
+    /// with `SIGBUS`** when a page past the new end is touched; use it only for files nobody
+    /// else can change. It is not faster than [`ReadMode::Read`] (`benches/`).
     Mmap,
-    /// Read with `read(2)` into our own memory: the length field and the header only, or
-    /// every byte for a deep scan (the whole file into memory for the reference verdict).
+    /// Positioned reads (`pread`) into our own memory, the default: the length field and the
+    /// header only, or, for a deep scan or a hash, the data region in blocks split across
+    /// [`Config::threads`]. A file that changes under the check is
+    /// [`ReadErrorKind::Changed`], never a crash.
     Read,
     /// One forward pass through a fixed buffer, to the end of the file, as for a pipe.
     Stream,
@@ -123,10 +127,7 @@ fn pump<'a, R: Read + ?Sized>(
         let k = read_full(reader, &mut buf[..n])?;
         if k == 0 {
             if len.is_some_and(|l| checker.consumed() < l) {
-                return Err(ReadError::new(
-                    ReadErrorKind::Changed,
-                    "the file got shorter while it was read",
-                ));
+                return Err(changed());
             }
             break;
         }
@@ -141,7 +142,7 @@ fn pump<'a, R: Read + ?Sized>(
     if let (Some(l), true) = (len, checked.bytes_read > len.unwrap_or(0)) {
         return Err(ReadError::new(
             ReadErrorKind::Changed,
-            format!("the file grew while it was read (it was {l} bytes)"),
+            format!("the file changed while it was read (it grew past its {l} bytes)"),
         ));
     }
     Ok(checked)
@@ -150,6 +151,12 @@ fn pump<'a, R: Read + ?Sized>(
 /// Check an open regular file (see [`crate::fs::open_regular`] to open one without blocking on
 /// special files), reading it as `mode` says. `f` gets the result while the bytes it borrows
 /// are still mapped.
+///
+/// A file that changes while it is checked (another process truncates, extends or rewrites
+/// it) is [`ReadErrorKind::Changed`], never a verdict: its size, modification and status-change
+/// times are compared before and after, and a read that ends early is caught as it happens.
+/// [`ReadMode::Read`] and [`ReadMode::Stream`] read into our own memory, so no change can
+/// crash the process; [`ReadMode::Mmap`] cannot promise that (see [`map`]).
 pub fn check_file<T>(
     file: &File,
     config: &Config,
@@ -168,31 +175,185 @@ pub fn check_file_with<T>(
     progress: &dyn Progress,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<T, ReadError> {
-    let len = file.metadata()?.len();
+    let before = Snapshot::of(file)?;
+    let len = before.len;
+    let unchanged = |checked| -> Result<_, ReadError> {
+        if Snapshot::of(file)? != before {
+            return Err(changed());
+        }
+        Ok(checked)
+    };
     match mode {
         ReadMode::Mmap => {
             let bytes = map(file)?;
             if bytes.len() as u64 != len {
-                return Err(ReadError::new(
-                    ReadErrorKind::Changed,
-                    "the file changed size while it was mapped",
-                ));
+                return Err(changed());
             }
-            Ok(f(Checker::check_slice_with(config, &bytes, progress)))
+            let checked = unchanged(Checker::check_slice_with(config, &bytes, progress))?;
+            Ok(f(checked))
         }
         ReadMode::Read => {
-            // With the reference verdict, the checker runs the crate on the length field and
-            // header it reads, over a sparse file of this length (`Checker::with_len`).
-            let checker = Checker::new(config).with_len(len);
-            let checked = pump(checker, &mut &*file, Some(len), progress)?;
+            let checked = unchanged(read_at(file, config, len, progress)?)?;
             Ok(f(require_reference(checked, config)?))
         }
-        ReadMode::Stream if config.reference => {
-            let spilled = spill_decisive(&mut &*file, config)?;
-            let bytes = map(&spilled.file)?;
-            Ok(f(spilled.checked(config, &bytes, progress)))
+        ReadMode::Stream => {
+            let checked = if config.reference {
+                let spilled = spill_decisive(&mut &*file, config)?;
+                let bytes = map(&spilled.file)?;
+                spilled.checked(config, &bytes, progress).into_owned()
+            } else {
+                pump(Checker::new(config), &mut &*file, Some(len), progress)?
+            };
+            Ok(f(unchanged(checked)?))
         }
-        ReadMode::Stream => Ok(f(pump(Checker::new(config), &mut &*file, None, progress)?)),
+    }
+}
+
+/// "The file changed while it was read".
+fn changed() -> ReadError {
+    ReadError::new(ReadErrorKind::Changed, "the file changed while it was read")
+}
+
+/// What tells that an open file changed: its size, its modification and status-change times
+/// (a write, a truncation, a rewrite in place all set them), and which file it is.
+#[derive(Debug, PartialEq, Eq)]
+struct Snapshot {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    status: (i64, i64, u64, u64),
+}
+
+impl Snapshot {
+    fn of(file: &File) -> io::Result<Snapshot> {
+        let m = file.metadata()?;
+        #[cfg(unix)]
+        let status = {
+            use std::os::unix::fs::MetadataExt;
+            (m.ctime(), m.ctime_nsec(), m.ino(), m.dev())
+        };
+        Ok(Snapshot {
+            len: m.len(),
+            modified: m.modified().ok(),
+            #[cfg(unix)]
+            status,
+        })
+    }
+}
+
+/// Check a regular file of `len` bytes with positioned reads (`pread`): the length field and
+/// header into memory, then, for a check that reads the data, the data region in blocks split
+/// across [`Config::threads`] ([`FileRegion`]). Nothing is mapped: a file that shrinks under
+/// the check is a read that ends early ([`ReadErrorKind::Changed`]), never a signal.
+fn read_at(
+    file: &File,
+    config: &Config,
+    len: u64,
+    progress: &dyn Progress,
+) -> Result<Checked<'static>, ReadError> {
+    // With the reference verdict, the checker runs the crate on the length field and header
+    // it reads, over a sparse file of this length (`Checker::with_len`).
+    let mut checker = Checker::new(config).with_len(len);
+    let mut buf = Vec::new();
+    let mut told = 0;
+    while let Some(want) = checker.wanted() {
+        let at = checker.consumed();
+        if checker.at_data() && config.reads_data() {
+            let region = FileRegion {
+                file,
+                start: at,
+                len: len.saturating_sub(at),
+            };
+            checker.feed_region(&region, progress)?;
+            break;
+        }
+        let n = usize::try_from(want)
+            .unwrap_or(usize::MAX)
+            .min(STREAM_BUFFER_SIZE);
+        buf.resize(n, 0);
+        let k = read_full_at(file, &mut buf[..n], at)?;
+        if k == 0 {
+            if at < len {
+                return Err(changed());
+            }
+            break;
+        }
+        let need = checker.feed(&buf[..k]);
+        progress.advance(checker.consumed() - told);
+        told = checker.consumed();
+        if need == Need::Done {
+            break;
+        }
+    }
+    Ok(checker.finish())
+}
+
+/// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
+/// the end of the file). Retries on `Interrupted`.
+fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read_at_once(file, &mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(unix)]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut f = file;
+    f.seek(io::SeekFrom::Start(at))?;
+    f.read(buf)
+}
+
+/// Bytes read at a time by each thread of a split scan of a file: small enough to stay in the
+/// L2 cache between the copy and the scan, large enough that the system calls cost little.
+pub(crate) const READ_BLOCK: usize = 256 * 1024;
+
+/// The rest of a regular file from `start`, read in [`READ_BLOCK`]s into a buffer of each
+/// reading thread's own.
+struct FileRegion<'f> {
+    file: &'f File,
+    start: u64,
+    len: u64,
+}
+
+impl crate::deep::Region for FileRegion<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn visit(&self, at: u64, len: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), ReadError> {
+        debug_assert!(at >= self.start && at + len <= self.start + self.len);
+        let mut buf = vec![0u8; READ_BLOCK.min(usize::try_from(len).unwrap_or(usize::MAX))];
+        let mut pos = at;
+        let end = at + len;
+        while pos < end {
+            let n = usize::try_from(end - pos)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            let k = read_full_at(self.file, &mut buf[..n], pos)?;
+            if k < n {
+                return Err(changed());
+            }
+            f(&buf[..n]);
+            pos += n as u64;
+        }
+        Ok(())
     }
 }
 

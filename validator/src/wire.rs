@@ -281,7 +281,7 @@ struct Deep<'a> {
 
 impl Serialize for Deep<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3))?;
+        let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("bytes_scanned", &self.deep.map(|d| d.bytes_scanned))?;
         m.serialize_entry("sha256", &self.sha256.map(|h| hex(h)))?;
         let list: Vec<NonFinite<'_>> = self
@@ -300,6 +300,10 @@ impl Serialize for Deep<'_> {
             })
             .unwrap_or_default();
         m.serialize_entry("non_finite", &list)?;
+        m.serialize_entry(
+            "non_finite_tensors",
+            &self.deep.map_or(0, |d| d.non_finite_tensors),
+        )?;
         m.end()
     }
 }

@@ -39,7 +39,7 @@ def options(
     max_header_size: Optional[int] = None,
     max_warnings_per_rule: Optional[int] = None,
     compare_reference: bool = False,
-    mode: str = "mmap",
+    mode: str = "read",
     threads: int = 0,
     verbose: bool = True,
     follow_links: bool = False,
@@ -49,9 +49,10 @@ def options(
     They mirror the CLI's flags: ``profile`` (``--profile``), ``deep``, ``sha256`` (implies
     ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``), ``deny``/``allow``
     (warning rule IDs made errors / hidden), ``max_header_size``, ``max_warnings_per_rule``,
-    ``compare_reference``, ``mode`` (``"mmap"``, ``"read"`` = ``--no-mmap``, ``"stream"``),
+    ``compare_reference``, ``mode`` (``"read"``, the default; ``"mmap"`` = ``--mmap``, which a
+    file truncated during the check turns into a crash; ``"stream"``),
     ``verbose`` (``-v``: the tensor list and metadata), ``follow_links`` (shard links leaving
-    the index's directory). ``threads`` splits one mapped file's deep scan.
+    the index's directory). ``threads`` splits one file's deep scan.
     """
     if isinstance(deny, str) or isinstance(allow, str):
         raise TypeError("deny and allow take a list of rule IDs, not a string")

@@ -117,11 +117,13 @@ class NonFinite:
 
 @dataclass(frozen=True)
 class DeepReport:
-    """What the deep scan found: bytes scanned, the file's SHA-256, non-finite values."""
+    """What the deep scan found: bytes scanned, the file's SHA-256, non-finite values (the
+    first tensors holding one, as warnings are capped; ``non_finite_tensors`` counts them all)."""
 
     bytes_scanned: Optional[int]
     sha256: Optional[str]
     non_finite: Tuple[NonFinite, ...]
+    non_finite_tensors: int = 0
 
 
 def _totals(items: Optional[List[Dict[str, Any]]]) -> List[DtypeTotal]:
@@ -317,6 +319,7 @@ class Report(_Checked):
             bytes_scanned=d.get("bytes_scanned"),
             sha256=d.get("sha256"),
             non_finite=tuple(NonFinite(**n) for n in d.get("non_finite", [])),
+            non_finite_tensors=d.get("non_finite_tensors", 0),
         )
 
     @property

@@ -394,7 +394,7 @@ fn job_path(job: &Job) -> String {
         Job::File(p) | Job::Index(p, _) | Job::NotChecked(p, _) | Job::WalkError(p, _) => {
             render::show(p)
         }
-        Job::Url(url) => stcheck::escape(url).into_owned(),
+        Job::Url(url) => stcheck::target::shown_url(url),
         Job::Stdin => "<stdin>".to_owned(),
     }
 }
@@ -464,7 +464,7 @@ impl Run<'_> {
     fn url(&self, url: &str, i: usize, config: &stcheck::Config) {
         use stcheck::remote::Found;
         let (o, turns, sink, stop) = (self.o, &self.turns, &self.sink, &self.stop);
-        let shown = stcheck::escape(url).into_owned();
+        let shown = stcheck::target::shown_url(url);
         let at = ArtifactLocation::of_url(url);
         let client = match CLIENT.get_or_init(|| remote::client(o)) {
             Ok(c) => c,
@@ -575,7 +575,7 @@ impl Run<'_> {
         let message = remote::client(self.o).err().unwrap_or_default();
         let e = ReadError::new(stcheck::ReadErrorKind::Io, message);
         let at = ArtifactLocation::of_url(url);
-        let written = s.unreadable(&stcheck::escape(url), Some(&at), &e, self.o);
+        let written = s.unreadable(&stcheck::target::shown_url(url), Some(&at), &e, self.o);
         s.finish_job(Status::IoError, false, written, &self.stop);
     }
 }

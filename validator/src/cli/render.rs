@@ -255,7 +255,7 @@ fn deep_human(c: &Checked<'_>) -> String {
     let mut s = String::new();
     if let Some(d) = &c.deep {
         s.push_str(&format!("; deep: {} data bytes scanned", d.bytes_scanned));
-        match d.non_finite.len() {
+        match d.non_finite_tensors {
             0 => s.push_str(", no NaN or infinity"),
             1 => s.push_str(", NaN or infinity in 1 tensor"),
             n => s.push_str(&format!(", NaN or infinity in {n} tensors")),

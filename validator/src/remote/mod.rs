@@ -90,10 +90,7 @@ fn header_value_byte(b: u8) -> bool {
 /// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
 /// any case), as opposed to a local path.
 pub fn is_url(arg: &str) -> bool {
-    ["http://", "https://", "hf://"].iter().any(|p| {
-        arg.get(..p.len())
-            .is_some_and(|h| h.eq_ignore_ascii_case(p))
-    })
+    crate::target::is_url(arg)
 }
 
 /// Options of the client. `RemoteOptions::default()` has no credentials and the hub at
@@ -523,7 +520,7 @@ impl Remote {
         depth: Depth,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
     ) -> UrlCheck {
-        let shown = redact_input(address);
+        let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {
             Ok(u) => u,
             Err(e) => {
@@ -573,41 +570,9 @@ impl Remote {
     }
 }
 
-/// An address for display, whatever it holds: user information removed, a query hidden.
-fn redact_input(s: &str) -> String {
-    let s: String = s.chars().filter(|c| !c.is_control()).collect();
-    let s = s.split('#').next().unwrap_or("");
-    let (s, had_query) = match s.split_once('?') {
-        Some((a, _)) => (a, true),
-        None => (s, false),
-    };
-    let mut out = match s.split_once("://") {
-        Some((scheme, rest)) => {
-            let auth_end = rest.find('/').unwrap_or(rest.len());
-            let (auth, path) = rest.split_at(auth_end);
-            let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
-            format!("{scheme}://{host}{path}")
-        }
-        None => s.to_owned(),
-    };
-    if had_query {
-        out.push_str("?...");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_what_may_be_secret() {
-        assert_eq!(
-            redact_input("https://u:hunter2@h/x?sig=1#f"),
-            "https://h/x?..."
-        );
-        assert_eq!(redact_input("hf://org/repo/x"), "hf://org/repo/x");
-    }
 
     #[test]
     fn options_debug_and_scrub_hide_values() {
