@@ -59,6 +59,9 @@ pub struct Checked<'a> {
     pub header_len: Option<u64>,
     /// How many bytes of the input were consumed.
     pub bytes_read: u64,
+    /// Why the reference verdict asked for was not computed (a header above
+    /// `reference::MAX_MEMBERS`): the source then does not check the file.
+    pub(crate) reference_refused: Option<String>,
 }
 
 impl Checked<'_> {
@@ -78,6 +81,7 @@ impl Checked<'_> {
             file_len: self.file_len,
             header_len: self.header_len,
             bytes_read: self.bytes_read,
+            reference_refused: self.reference_refused,
         }
     }
 }
@@ -103,6 +107,8 @@ struct Machine<'a, 'c> {
     reference_from_head: bool,
     /// That verdict, once the bytes it needs are in.
     reference: Option<Verdict>,
+    /// Why it is not computed (a header too large for the crate within the memory bound).
+    reference_refused: Option<String>,
 }
 
 #[derive(Debug)]
@@ -159,6 +165,7 @@ impl<'c> Machine<'static, 'c> {
             },
             reference_from_head,
             reference: None,
+            reference_refused: None,
         }
     }
 }
@@ -289,6 +296,7 @@ impl<'a> Checker<'a> {
             },
             reference_from_head: false,
             reference: None,
+            reference_refused: None,
         };
         let prefix_len = file.len().min(frame::LENGTH_FIELD);
         c.feed(&file[..prefix_len]);
@@ -323,9 +331,13 @@ impl<'a> Checker<'a> {
                 c.consumed += data.len() as u64;
             }
         }
-        let reference = config.reference.then(|| reference::verdict(file));
+        let reference = config.reference.then(|| reference::admitted_verdict(file));
         let mut checked = c.finish();
-        checked.reference = reference;
+        match reference {
+            Some(Ok(v)) => checked.reference = Some(v),
+            Some(Err(why)) => checked.reference_refused = Some(why),
+            None => {}
+        }
         progress.advance(checked.bytes_read.saturating_sub(progress.told()));
         checked
     }
@@ -463,7 +475,10 @@ impl<'a> Machine<'a, '_> {
     /// verdict from the file's first bytes, `head` (see [`reference::verdict_of_head`]).
     fn settle_reference(&mut self, head: &[&[u8]]) {
         if let (true, None, Some(len)) = (self.reference_from_head, &self.reference, self.len) {
-            self.reference = reference::verdict_of_head(head, len);
+            match reference::verdict_of_head(head, len) {
+                Ok(v) => self.reference = v,
+                Err(why) => self.reference_refused = Some(why),
+            }
         }
     }
 
@@ -545,6 +560,7 @@ impl<'a> Machine<'a, '_> {
             file_len,
             header_len: self.header_len,
             bytes_read: self.consumed,
+            reference_refused: self.reference_refused,
         };
         if out.verdict.is_err() {
             out.deep = None;

@@ -45,6 +45,7 @@
 //! assert_eq!(report.tensors(), 1);
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -307,26 +308,37 @@ impl ShardStatus {
     }
 }
 
-/// One shard named by the index.
-#[derive(Debug, Clone)]
+/// How many of the distinct shards an index names came out each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ShardSummary {
-    /// The name, as the index writes it.
-    pub name: String,
-    /// Its verdict.
-    pub status: ShardStatus,
-    /// Tensors in the shard (0 unless valid).
-    pub tensors: usize,
-    /// Parameters in the shard (0 unless valid).
-    pub parameters: u64,
-    /// Warnings of the shard's own check (as kept by its report).
-    pub warnings: Vec<Finding>,
+pub struct ShardCounts {
+    /// Valid shards.
+    pub valid: u64,
+    /// Shards that are not valid safetensors files.
+    pub invalid: u64,
+    /// Shards missing, not regular files, or with a bad name or link.
+    pub missing: u64,
+}
+
+impl ShardCounts {
+    /// Every distinct shard the index names.
+    pub fn total(&self) -> u64 {
+        self.valid + self.invalid + self.missing
+    }
+
+    fn add(&mut self, status: ShardStatus) {
+        match status {
+            ShardStatus::Valid => self.valid += 1,
+            ShardStatus::Invalid => self.invalid += 1,
+            ShardStatus::Missing => self.missing += 1,
+        }
+    }
 }
 
 /// The result of [`check_index`].
 #[derive(Debug, Clone)]
 pub struct IndexReport {
-    shards: Vec<ShardSummary>,
+    shards: ShardCounts,
     errors: Vec<Finding>,
     warnings: Vec<Finding>,
     omitted: usize,
@@ -367,9 +379,11 @@ impl IndexReport {
         self.omitted
     }
 
-    /// The distinct shards the index names, in order of first appearance.
-    pub fn shards(&self) -> &[ShardSummary] {
-        &self.shards
+    /// How many distinct shards the index names, and how each came out (each shard's own
+    /// result goes to the `on_shard` hook of [`check_index_with`] as it is checked: a report
+    /// keeps no list of them, so an index naming millions of shards costs counts).
+    pub fn shards(&self) -> ShardCounts {
+        self.shards
     }
 
     /// Tensors over all valid shards.
@@ -472,7 +486,7 @@ pub fn check_index_with(
         omitted: 0,
     };
     let mut report = IndexReport {
-        shards: Vec::new(),
+        shards: ShardCounts::default(),
         errors: Vec::new(),
         warnings: Vec::new(),
         omitted: 0,
@@ -493,6 +507,7 @@ pub fn check_index_with(
     let Parsed {
         entries,
         shards,
+        shard_names,
         total_size,
     } = parsed;
     // The lookup from tensor name to entry, built (with its exact size) when a shard is first
@@ -525,24 +540,18 @@ pub fn check_index_with(
     let mut tensors = 0usize;
     let mut statuses = Vec::with_capacity(shards.len());
     for (id, shard) in shards.iter().enumerate() {
-        let name = &*shard.name;
+        let name = &*shard.name(text);
         let id = u32::try_from(id).unwrap_or(u32::MAX);
-        let mut summary = ShardSummary {
-            name: name.to_owned(),
-            status: ShardStatus::Missing,
-            tensors: 0,
-            parameters: 0,
-            warnings: Vec::new(),
-        };
+        let mut status = ShardStatus::Missing;
         if let Err(why) = check_shard_name(name) {
             all_valid = false;
-            let f = Finding::new(Rule::IndexShardName, shard.offset, why)
+            let f = Finding::new(Rule::IndexShardName, shard.offset(), why)
                 .in_index()
                 .about_shard(name);
             on_shard(name, ShardOutcome::NotChecked(&f));
             found.push(f);
-            report.shards.push(summary);
-            statuses.push(ShardStatus::Missing);
+            report.shards.add(status);
+            statuses.push(status);
             continue;
         }
         let mut visit = |checked: Checked<'_>| {
@@ -552,10 +561,7 @@ pub fn check_index_with(
                     if let Some(p) = portable.as_mut() {
                         p.add_shard(name, &r);
                     }
-                    summary.status = ShardStatus::Valid;
-                    summary.tensors = r.len();
-                    summary.parameters = r.parameters();
-                    summary.warnings = r.warnings().to_vec();
+                    status = ShardStatus::Valid;
                     let lookup = lookup.get_or_insert_with(|| {
                         let mut table = KeyTable::with_capacity(entries.len());
                         for e in &entries {
@@ -592,7 +598,10 @@ pub fn check_index_with(
                             },
                         };
                         if let Some(first) = first {
-                            let first = shards.get(first as usize).map_or("", |s| &*s.name);
+                            let first = shards
+                                .get(first as usize)
+                                .map(|s| s.name(text))
+                                .unwrap_or_default();
                             later.push(
                                 Finding::new(
                                     Rule::IndexTensorDuplicate,
@@ -621,10 +630,10 @@ pub fn check_index_with(
                     }
                 }
                 Err(e) => {
-                    summary.status = ShardStatus::Invalid;
+                    status = ShardStatus::Invalid;
                     let mut f = Finding::new(
                         Rule::IndexShardInvalid,
-                        shard.offset,
+                        shard.offset(),
                         "shard is not a valid safetensors file",
                     )
                     .in_index()
@@ -647,16 +656,16 @@ pub fn check_index_with(
                     | ReadErrorKind::Changed => Rule::IndexShardMissing,
                     _ => return Err(e.with_shard(name)),
                 };
-                let f = Finding::new(rule, shard.offset, e.message())
+                let f = Finding::new(rule, shard.offset(), e.message())
                     .in_index()
                     .about_shard(name);
                 on_shard(name, ShardOutcome::NotChecked(&f));
                 found.push(f);
             }
         }
-        all_valid &= summary.status == ShardStatus::Valid;
-        statuses.push(summary.status);
-        report.shards.push(summary);
+        all_valid &= status == ShardStatus::Valid;
+        statuses.push(status);
+        report.shards.add(status);
     }
 
     found.omitted += later.omitted;
@@ -675,16 +684,20 @@ pub fn check_index_with(
                 "weight_map puts the tensor in this shard, but it is in shard \"{}\"",
                 shards
                     .get(h as usize)
-                    .map_or("", |s| &*s.name)
+                    .map(|s| s.name(text))
+                    .unwrap_or_default()
                     .escape_debug()
             ),
             None => "weight_map puts the tensor in this shard, which does not hold it".to_owned(),
         };
-        let shard = shards.get(e.shard as usize).map_or("", |s| &*s.name);
+        let shard = shards
+            .get(e.shard as usize)
+            .map(|s| s.name(text))
+            .unwrap_or_default();
         found.push(
             Finding::new(Rule::IndexTensorMissing, u64::from(e.key), message)
                 .in_index()
-                .about_shard(shard)
+                .about_shard(&shard)
                 .with_tensor(&tensor),
         );
     }
@@ -728,7 +741,7 @@ pub fn check_index_with(
     let mut listed = source.list()?;
     listed.sort();
     for name in listed {
-        if !shards.iter().any(|s| *s.name == *name) {
+        if shard_names.find(text, &name).is_none() {
             found.push(
                 Finding::new(
                     Rule::IndexShardUnlisted,
@@ -767,15 +780,24 @@ impl crate::portable::IndexView for View<'_> {
     fn for_each_entry(&self, f: &mut dyn FnMut(&str, &str, u64)) {
         for e in self.entries {
             let name = json::string_at(self.text, e.key as usize).unwrap_or_default();
-            let shard = self.shards.get(e.shard as usize).map_or("", |s| &*s.name);
-            f(&name, shard, u64::from(e.key));
+            let shard = self
+                .shards
+                .get(e.shard as usize)
+                .map(|s| s.name(self.text))
+                .unwrap_or_default();
+            f(&name, &shard, u64::from(e.key));
         }
     }
     fn entry_count(&self) -> u64 {
         self.entries.len() as u64
     }
-    fn shard_list(&self) -> Vec<(&str, u64)> {
-        self.shards.iter().map(|s| (&*s.name, s.offset)).collect()
+    fn for_each_shard(&self, f: &mut dyn FnMut(&str, u64)) {
+        for s in self.shards {
+            f(&s.name(self.text), s.offset());
+        }
+    }
+    fn shard_count(&self) -> u64 {
+        self.shards.len() as u64
     }
 }
 
@@ -788,11 +810,26 @@ struct Entry {
     shard: u32,
 }
 
-/// A distinct shard name, with the offset of the first entry naming it.
-#[derive(Debug)]
+/// A distinct shard name: the position of the first entry naming it (its key's opening
+/// quote). Its name is read again from the index text (the entry's value), so an index naming
+/// millions of shards keeps 4 bytes for each.
+#[derive(Debug, Clone, Copy)]
 struct Shard {
-    name: Box<str>,
-    offset: u64,
+    key: u32,
+}
+
+impl Shard {
+    /// The shard's name, decoded from the value of its first entry.
+    fn name<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        KeyCursor::value_start(text, self.key as usize)
+            .and_then(|v| json::string_at(text, v))
+            .unwrap_or_default()
+    }
+
+    /// The offset of its first entry's key in the index.
+    fn offset(&self) -> u64 {
+        u64::from(self.key)
+    }
 }
 
 #[derive(Debug)]
@@ -807,6 +844,8 @@ struct Parsed {
     /// In index order (increasing `key`).
     entries: Vec<Entry>,
     shards: Vec<Shard>,
+    /// The shards' names, found by name (positions of the values naming them).
+    shard_names: KeyTable,
     total_size: Option<(TotalSize, u64)>,
 }
 
@@ -817,7 +856,8 @@ struct State<'a> {
     weight_map: bool,
     entries: Vec<Entry>,
     shards: Vec<Shard>,
-    shard_ids: HashMap<Box<str>, u32>,
+    /// The distinct shard names, by the position of the value that first names each.
+    shard_names: KeyTable,
     total_size: Option<(TotalSize, u64)>,
 }
 
@@ -876,7 +916,7 @@ fn parse<'t>(bytes: &'t [u8], config: &Config) -> Result<(&'t str, Parsed), Box<
         weight_map: false,
         entries: Vec::new(),
         shards: Vec::new(),
-        shard_ids: HashMap::new(),
+        shard_names: KeyTable::new(),
         total_size: None,
     };
     let mut de = serde_json::Deserializer::from_str(text);
@@ -898,6 +938,7 @@ fn parse<'t>(bytes: &'t [u8], config: &Config) -> Result<(&'t str, Parsed), Box<
         Parsed {
             entries: st.entries,
             shards: st.shards,
+            shard_names: st.shard_names,
             total_size: st.total_size,
         },
     ))
@@ -1011,18 +1052,21 @@ impl<'de> Visitor<'de> for WeightMapSeed<'_, 'de> {
                     "index too large to index",
                 )));
             };
-            let id = match st.shard_ids.get(&*shard) {
-                Some(&id) => id,
+            let value = quote.and_then(|q| KeyCursor::value_start(st.text, q));
+            let first = match value {
+                Some(v) => st.shard_names.insert(st.text, v, &shard),
+                None => None,
+            };
+            let id = match first {
+                // The entry that first named this shard: the last shard whose key comes before
+                // that value (shards are in order of first appearance, so sorted by key).
+                Some(v) => st.shards.partition_point(|s| s.key as usize <= v) - 1,
                 None => {
-                    let id = u32::try_from(st.shards.len()).unwrap_or(u32::MAX);
-                    st.shard_ids.insert(shard.clone().into_boxed_str(), id);
-                    st.shards.push(Shard {
-                        name: shard.into_boxed_str(),
-                        offset: at,
-                    });
-                    id
+                    st.shards.push(Shard { key: key_pos });
+                    st.shards.len() - 1
                 }
             };
+            let id = u32::try_from(id).unwrap_or(u32::MAX);
             st.entries.push(Entry {
                 key: key_pos,
                 shard: id,
@@ -1138,25 +1182,24 @@ impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
     }
 }
 
-/// The distinct shard names an index names, in order of first appearance; none if the index
-/// is not a JSON object with a `weight_map` of strings. For planning (a file that is a shard is
-/// checked with its index): one light pass that keeps only the distinct names, without the
-/// checks of [`check_index`].
-pub fn shard_names(index: &[u8], config: &Config) -> Vec<String> {
+/// The shard names an index names, handed to `f` in index order, each name once per run of
+/// consecutive entries naming it (so a name may come again); nothing if the index is not a JSON
+/// object with a `weight_map` of strings. For planning (a file that is a shard is checked with
+/// its index): one light pass that keeps nothing, without the checks of [`check_index`], so
+/// an index naming millions of shards costs no memory here.
+pub fn for_each_shard_name(index: &[u8], config: &Config, f: &mut dyn FnMut(&str)) {
     if index.len() as u64 > config.header_limit() {
-        return Vec::new();
+        return;
     }
     let Ok(text) = std::str::from_utf8(index) else {
-        return Vec::new();
+        return;
     };
-    let mut names = Vec::new();
     let mut de = serde_json::Deserializer::from_str(text);
-    let _ = (&mut de).deserialize_map(NamesRoot { out: &mut names });
-    names
+    let _ = (&mut de).deserialize_map(NamesRoot { out: f });
 }
 
 struct NamesRoot<'o> {
-    out: &'o mut Vec<String>,
+    out: &'o mut dyn FnMut(&str),
 }
 
 impl<'de> Visitor<'de> for NamesRoot<'_> {
@@ -1179,7 +1222,7 @@ impl<'de> Visitor<'de> for NamesRoot<'_> {
 }
 
 struct NamesMap<'o> {
-    out: &'o mut Vec<String>,
+    out: &'o mut dyn FnMut(&str),
 }
 
 impl<'de> DeserializeSeed<'de> for NamesMap<'_> {
@@ -1195,12 +1238,12 @@ impl<'de> Visitor<'de> for NamesMap<'_> {
         f.write_str("a weight_map object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
+        let mut last: Option<String> = None;
         while map.next_key::<IgnoredAny>()?.is_some() {
             let Text(name) = map.next_value_seed(TextSeed)?;
-            if !seen.contains(&*name) {
-                seen.insert(name.clone().into_owned());
-                self.out.push(name.into_owned());
+            if last.as_deref() != Some(&*name) {
+                (self.out)(&name);
+                last = Some(name.into_owned());
             }
         }
         Ok(())

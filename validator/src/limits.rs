@@ -38,11 +38,6 @@ pub const STREAM_BUFFER_SIZE: usize = 1 << 20;
 /// itself is mapped or, when read, held once. `benches/memory.sh` measures it.
 pub const MEMORY_FACTOR_PER_HEADER_BYTE: u64 = 2;
 
-/// The largest standard input stcheck copies to a temporary file for a check that needs the
-/// whole file at once (the reference crate's verdict): 64 GiB. Above it the input is not
-/// checked (a read error, never a verdict). The copy lives on disk, never in memory.
-pub const DEFAULT_MAX_SPILL: u64 = 64 << 30;
-
 /// The options of the validator. `Config::default()` is the strict profile, header checks only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -72,13 +67,12 @@ pub struct Config {
     /// How many warnings of each rule a report keeps (the first ones in file order; the
     /// count of all is kept). Default: [`DEFAULT_MAX_WARNINGS_PER_RULE`].
     pub max_warnings_per_rule: usize,
-    /// Also run the reference crate (`safetensors` 0.8.0) on the file, for its verdict. It
-    /// needs the whole file as one buffer (mapped, read, or for a stream copied to a
-    /// temporary file). Default: `false`.
+    /// Also run the reference crate (`safetensors` 0.8.0) on the file, for its verdict: on
+    /// the length field and header over a sparse temporary file of the file's length (the
+    /// crate reads nothing else), or on a whole buffer in memory. Headers of more than
+    /// [`crate::reference::MAX_MEMBERS`] JSON members are refused (the check is not done),
+    /// for the crate's own memory. Default: `false`.
     pub reference: bool,
-    /// The largest stream copied to a temporary file when a check needs the whole file at
-    /// once. Default: [`DEFAULT_MAX_SPILL`].
-    pub max_spill: u64,
     /// The portable profile (SPEC.md, "Portable profile"): a file (or set) strict accepts is
     /// also judged against the readers of the reader table chosen here, and the result is in
     /// [`crate::Checked::portable`]. Default: `None` (strict only).
@@ -102,7 +96,6 @@ impl Default for Config {
             min_bytes_per_thread: 0,
             max_warnings_per_rule: DEFAULT_MAX_WARNINGS_PER_RULE,
             reference: false,
-            max_spill: DEFAULT_MAX_SPILL,
             portable: None,
             deny: Vec::new(),
             allow: Vec::new(),
@@ -173,12 +166,6 @@ impl Config {
     /// Set [`Config::portable`].
     pub fn portable(mut self, options: Option<crate::portable::Options>) -> Self {
         self.portable = options;
-        self
-    }
-
-    /// Set [`Config::max_spill`].
-    pub fn max_spill(mut self, bytes: u64) -> Self {
-        self.max_spill = bytes;
         self
     }
 

@@ -1028,9 +1028,10 @@ pub trait IndexView {
     fn for_each_entry(&self, f: &mut dyn FnMut(&str, &str, u64));
     /// The number of entries.
     fn entry_count(&self) -> u64;
-    /// The distinct shard names, in order of first appearance, each with its first entry's
-    /// offset.
-    fn shard_list(&self) -> Vec<(&str, u64)>;
+    /// Each distinct shard name, in order of first appearance, with its first entry's offset.
+    fn for_each_shard(&self, f: &mut dyn FnMut(&str, u64));
+    /// The number of distinct shard names.
+    fn shard_count(&self) -> u64;
 }
 
 impl IndexView for IndexFacts {
@@ -1042,8 +1043,13 @@ impl IndexView for IndexFacts {
     fn entry_count(&self) -> u64 {
         self.entries.len() as u64
     }
-    fn shard_list(&self) -> Vec<(&str, u64)> {
-        self.shards()
+    fn for_each_shard(&self, f: &mut dyn FnMut(&str, u64)) {
+        for (s, o) in self.shards() {
+            f(s, o);
+        }
+    }
+    fn shard_count(&self) -> u64 {
+        self.shards().len() as u64
     }
 }
 
@@ -1215,7 +1221,7 @@ fn index_hits(c: &Condition, index: &dyn IndexView, f: &mut dyn FnMut(Hit)) {
             }
         }
         Condition::IndexShardCount(b) => {
-            let n = index.shard_list().len() as u64;
+            let n = index.shard_count();
             if b.contains(n) {
                 f(Hit {
                     offset: 0,
@@ -1225,7 +1231,7 @@ fn index_hits(c: &Condition, index: &dyn IndexView, f: &mut dyn FnMut(Hit)) {
             }
         }
         Condition::IndexShardNameUnsafeAfterPercentDecoding { rounds } => {
-            for (s, o) in index.shard_list() {
+            index.for_each_shard(&mut |s, o| {
                 if let Some(why) = shard_name_refusal(s, *rounds) {
                     f(Hit {
                         offset: o,
@@ -1233,7 +1239,7 @@ fn index_hits(c: &Condition, index: &dyn IndexView, f: &mut dyn FnMut(Hit)) {
                         what: format!("shard name {} ({why} after percent-decoding)", quoted(s)),
                     });
                 }
-            }
+            });
         }
         _ => {}
     }

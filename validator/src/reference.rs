@@ -43,6 +43,83 @@ pub struct RefTensor {
     pub file_end: u64,
 }
 
+/// The most JSON members (`name: value` pairs, at every level, counted by their colons) a
+/// header may hold for the reference crate to be run on it: 262,144, about 65,000 tensors or
+/// 262,144 metadata entries. The crate builds maps of its own from the header (about 1 KiB
+/// per tensor and 160 bytes per metadata entry on this version), so a near-limit header of
+/// 852,438 tensors makes it allocate 870 MB and one of 10 M metadata entries 1.6 GB, past the
+/// memory bound of SPEC §3 (2 x the header + 64 MiB); with at most this many members its maps
+/// stay within 64 MiB. Above it, the reference verdict is not computed and a check that asks
+/// for it is not checked (`too_large`), before the crate allocates anything.
+pub const MAX_MEMBERS: u64 = 262_144;
+
+/// `Err` with the reason when `header` (the N header bytes) holds more members than
+/// [`MAX_MEMBERS`]: counted by the colons outside strings, in one pass that allocates nothing.
+pub(crate) fn admit(header: &[u8]) -> Result<(), String> {
+    admit_parts(&[header])
+}
+
+/// [`admit`] for a header given in parts that follow one another.
+fn admit_parts(parts: &[&[u8]]) -> Result<(), String> {
+    let mut members = 0u64;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in parts.iter().flat_map(|p| p.iter()) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if b == b':' {
+            members += 1;
+        }
+    }
+    if members > MAX_MEMBERS {
+        return Err(format!(
+            "the reference verdict is not computed for a header of more than {MAX_MEMBERS} JSON \
+             members (this one has {members}): the reference crate's own maps would take about \
+             {} MiB, past the memory bound; check it without --compare-reference and \
+             --profile reference",
+            members.saturating_mul(256) >> 20
+        ));
+    }
+    Ok(())
+}
+
+/// The header of `file` (the N bytes after the length field), when the length field fits.
+fn header_of(file: &[u8]) -> &[u8] {
+    let n = file
+        .get(..8)
+        .and_then(|f| <[u8; 8]>::try_from(f).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok());
+    match n {
+        Some(n) if n as u64 <= MAX_HEADER => file.get(8..8usize.saturating_add(n)).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// The reference crate's verdict on a whole file in memory, if its header is within
+/// [`MAX_MEMBERS`] (else the reason it is not computed).
+pub(crate) fn admitted_verdict(file: &[u8]) -> Result<Verdict, String> {
+    admit(header_of(file))?;
+    Ok(verdict(file))
+}
+
+/// Where the reference crate's data region ends, by its own reading of `header` (the N header
+/// bytes), if it reads the header and the header is within [`MAX_MEMBERS`].
+pub(crate) fn data_end(header: &[u8]) -> Option<u64> {
+    admit(header).ok()?;
+    let text = std::str::from_utf8(header).ok()?;
+    let metadata = serde_json::from_str::<safetensors::tensor::Metadata>(text).ok()?;
+    Some(metadata.data_len() as u64)
+}
+
 /// The reference header length limit (`MAX_HEADER_SIZE` in safetensors 0.8.0's
 /// `tensor.rs`): above it the crate rejects a file from its length field alone.
 pub(crate) const MAX_HEADER: u64 = 100_000_000;
@@ -53,14 +130,29 @@ pub(crate) const MAX_HEADER: u64 = 100_000_000;
 /// length; tensors are only sliced), so it is run on a sparse temporary file of `len` bytes
 /// holding `head` and mapped: the same verdict as on the whole file, without its data.
 ///
-/// `None` when the verdict cannot be had this way: `head` does not hold the header the crate
-/// would read (`8 + n` bytes for a header length `n` it does not reject from the length
-/// field alone), or the sparse file could not be made or mapped.
-pub(crate) fn verdict_of_head(head: &[&[u8]], len: u64) -> Option<Verdict> {
+/// `Ok(None)` when the verdict cannot be had this way: `head` does not hold the header the
+/// crate would read (`8 + n` bytes for a header length `n` it does not reject from the length
+/// field alone), or the sparse file could not be made or mapped; `Err` with the reason when
+/// the header holds more than [`MAX_MEMBERS`] members.
+pub(crate) fn verdict_of_head(head: &[&[u8]], len: u64) -> Result<Option<Verdict>, String> {
     let have: u64 = head.iter().map(|part| part.len() as u64).sum();
     if have > len {
-        return None;
+        return Ok(None);
     }
+    // The header: the parts after the first 8 bytes (the checker hands the length field and
+    // the header as two parts; a stream, as one).
+    let mut skip = 8usize;
+    let mut header: Vec<&[u8]> = Vec::with_capacity(head.len());
+    for part in head {
+        header.push(part.get(skip.min(part.len())..).unwrap_or(&[]));
+        skip = skip.saturating_sub(part.len());
+    }
+    admit_parts(&header)?;
+    Ok(run_on_head(head, len))
+}
+
+fn run_on_head(head: &[&[u8]], len: u64) -> Option<Verdict> {
+    let have: u64 = head.iter().map(|part| part.len() as u64).sum();
     let field: Vec<u8> = head
         .iter()
         .flat_map(|part| part.iter())

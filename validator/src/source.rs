@@ -7,7 +7,7 @@
 //! source checks the same way.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read};
 
 use crate::check::{Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
@@ -190,20 +190,14 @@ pub fn check_file_with<T>(
                 return Err(changed());
             }
             let checked = unchanged(Checker::check_slice_with(config, &bytes, progress))?;
-            Ok(f(checked))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Read => {
             let checked = unchanged(read_at(file, config, len, progress)?)?;
             Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Stream => {
-            let checked = if config.reference {
-                let spilled = spill_decisive(&mut &*file, config)?;
-                let bytes = map(&spilled.file)?;
-                spilled.checked(config, &bytes, progress).into_owned()
-            } else {
-                pump(Checker::new(config), &mut &*file, Some(len), progress)?
-            };
+            let checked = stream(&mut &*file, config, Some(len), progress)?;
             Ok(f(unchanged(checked)?))
         }
     }
@@ -315,6 +309,7 @@ fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 
 #[cfg(not(any(unix, windows)))]
 fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::io::Seek;
     let mut f = file;
     f.seek(io::SeekFrom::Start(at))?;
     f.read(buf)
@@ -358,11 +353,11 @@ impl crate::deep::Region for FileRegion<'_> {
 }
 
 /// Check a stream of unknown length (standard input, a pipe) in one forward pass. It stops at
-/// the first byte past the data region, so an endless stream ends there. The reference verdict
-/// needs the file as one buffer: then the bytes that decide it are copied to an unlinked
-/// temporary file (at most [`Config::max_spill`] bytes; beyond that it is not checked) and
-/// mapped. That copy also stops one byte past the data region the header describes, so an
-/// endless stream ends there too.
+/// the first byte past the data region, so an endless stream ends there. With the reference
+/// verdict, the length field and header are kept (they are bounded by the header limits) and
+/// the stream is read on, without keeping its bytes, as far as decides the reference crate's
+/// verdict too (see `decisive_len`): the crate then runs on the length field and header over
+/// a sparse temporary file of that length, as for a file. Nothing but the header is stored.
 pub fn check_reader<R: Read>(reader: R, config: &Config) -> Result<Checked<'static>, ReadError> {
     check_reader_with(reader, config, no_progress())
 }
@@ -374,36 +369,93 @@ pub fn check_reader_with<R: Read>(
     config: &Config,
     progress: &dyn Progress,
 ) -> Result<Checked<'static>, ReadError> {
-    if config.reference {
-        let spilled = spill_decisive(&mut reader, config)?;
-        let bytes = map(&spilled.file)?;
-        return Ok(spilled.checked(config, &bytes, progress).into_owned());
+    stream(&mut reader, config, None, progress)
+}
+
+/// One forward pass through `reader` (of `len` bytes, when it is a file of known size): the
+/// strict check, and with [`Config::reference`] the reference crate's verdict.
+fn stream<R: Read + ?Sized>(
+    reader: &mut R,
+    config: &Config,
+    len: Option<u64>,
+    progress: &dyn Progress,
+) -> Result<Checked<'static>, ReadError> {
+    if !config.reference {
+        return pump(Checker::new(config), reader, len, progress);
     }
-    pump(Checker::new(config), &mut reader, None, progress)
-}
-
-/// The first bytes of an input, copied to an unlinked temporary file: as many as decide every
-/// verdict of the check (see [`spill_decisive`]).
-struct Spilled {
-    file: File,
-    /// Whether the input went on past them (it was not read to its end).
-    cut: bool,
-}
-
-impl Spilled {
-    /// Check the copied bytes (`bytes`, the mapping of `file`). For an input that went on, the
-    /// verdicts are those of the whole input, but its length is not known.
-    fn checked<'b>(
-        &self,
-        config: &Config,
-        bytes: &'b [u8],
-        progress: &dyn Progress,
-    ) -> Checked<'b> {
-        let mut checked = Checker::check_slice_with(config, bytes, progress);
-        if self.cut {
-            checked.file_len = None;
+    let mut reader = Counted {
+        inner: reader,
+        read: 0,
+        ended: false,
+    };
+    // The length field and the header, for the reference crate.
+    let mut head = vec![0u8; LENGTH_FIELD];
+    let got = read_full(&mut reader, &mut head)?;
+    head.truncate(got);
+    let mut n = 0;
+    if got == LENGTH_FIELD {
+        n = u64::from_le_bytes(head[..LENGTH_FIELD].try_into().expect("8 bytes"));
+        if n <= config.max_header_size.max(crate::reference::MAX_HEADER) {
+            (&mut reader).take(n).read_to_end(&mut head)?;
         }
-        checked
+    }
+    let decisive = decisive_len(&head, n, config);
+    // The strict check, fed the bytes read so far and then the rest of the stream.
+    let strict = Config {
+        reference: false,
+        ..config.clone()
+    };
+    let mut checker = Checker::new(&strict);
+    let mut checked = if checker.feed(&head) == Need::Done {
+        progress.advance(checker.consumed());
+        checker.finish()
+    } else {
+        progress.advance(checker.consumed());
+        pump(checker, &mut reader, None, progress)?
+    };
+    if let Some(l) = len.filter(|&l| reader.read > l) {
+        return Err(ReadError::new(
+            ReadErrorKind::Changed,
+            format!("the file changed while it was read (it grew past its {l} bytes)"),
+        ));
+    }
+    // Read on, keeping nothing, to the length that decides the reference crate's verdict (or
+    // the end of the stream, whichever comes first), and one byte more to see if it ends.
+    if !reader.ended && reader.read < decisive {
+        let rest = decisive - reader.read;
+        io::copy(&mut (&mut reader).take(rest), &mut io::sink())?;
+    }
+    let mut probe = [0u8; 1];
+    let went_on = !reader.ended && read_full(&mut reader, &mut probe)? == 1;
+    if len.is_some_and(|l| !went_on && reader.read < l) {
+        return Err(changed());
+    }
+    let ref_len = if went_on { decisive } else { reader.read };
+    match crate::reference::verdict_of_head(&[&head], ref_len) {
+        Ok(v) => checked.reference = v,
+        Err(why) => checked.reference_refused = Some(why),
+    }
+    if went_on {
+        checked.file_len = None;
+    }
+    require_reference(checked, config)
+}
+
+/// A reader that counts the bytes it gave and remembers that it ended.
+struct Counted<'r, R: Read + ?Sized> {
+    inner: &'r mut R,
+    read: u64,
+    ended: bool,
+}
+
+impl<R: Read + ?Sized> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        if k == 0 && !buf.is_empty() {
+            self.ended = true;
+        }
+        self.read += k as u64;
+        Ok(k)
     }
 }
 
@@ -426,65 +478,13 @@ fn decisive_len(head: &[u8], n: u64, config: &Config) -> u64 {
     let base = LENGTH_FIELD as u64 + n;
     let strict =
         crate::check::check_header_bytes(header, config).map_or(0, |report| report.data_len());
-    let reference = std::str::from_utf8(header)
-        .ok()
-        .and_then(|text| serde_json::from_str::<safetensors::tensor::Metadata>(text).ok())
-        .map_or(base, |m| {
-            (m.data_len() as u64)
-                .wrapping_add(LENGTH_FIELD as u64)
-                .wrapping_add(n)
-        });
+    let reference = crate::reference::data_end(header).map_or(base, |end| {
+        end.wrapping_add(LENGTH_FIELD as u64).wrapping_add(n)
+    });
     base.saturating_add(strict)
         .max(reference)
         .max(sniff)
         .saturating_add(1)
-}
-
-/// Copy the bytes of `reader` that decide the check's verdicts ([`decisive_len`]) into a new
-/// temporary file, unlinked at once so nothing is left behind: at most [`Config::max_spill`]
-/// bytes, and never past one byte beyond the data region, so an endless input ends there.
-/// The header is held in memory while it is read (it is bounded by the header limits).
-fn spill_decisive<R: Read + ?Sized>(reader: &mut R, config: &Config) -> Result<Spilled, ReadError> {
-    let mut head = vec![0u8; LENGTH_FIELD];
-    let got = read_full(reader, &mut head)?;
-    head.truncate(got);
-    let mut limit = head.len() as u64;
-    if got == LENGTH_FIELD {
-        let n = u64::from_le_bytes(head[..LENGTH_FIELD].try_into().expect("8 bytes"));
-        if n <= config.max_header_size.max(crate::reference::MAX_HEADER) {
-            reader.take(n).read_to_end(&mut head)?;
-        }
-        limit = decisive_len(&head, n, config);
-    }
-    let mut file = temp_file()?;
-    file.write_all(&head)?;
-    let written = head.len() as u64;
-    drop(head);
-    let max = config.max_spill;
-    let want = limit.saturating_sub(written);
-    let budget = max.saturating_sub(written);
-    let copied = io::copy(
-        &mut reader.take(want.min(budget.saturating_add(1))),
-        &mut file,
-    )?;
-    if copied > budget {
-        return Err(too_large(max));
-    }
-    let mut probe = Vec::new();
-    let cut = copied == want && reader.take(1).read_to_end(&mut probe)? > 0;
-    file.flush()?;
-    file.rewind()?;
-    Ok(Spilled { file, cut })
-}
-
-fn too_large(max: u64) -> ReadError {
-    ReadError::new(
-        ReadErrorKind::TooLarge,
-        format!(
-            "the input is longer than {max} bytes, the most copied to a temporary file for \
-             a check that needs the whole file (the reference verdict)"
-        ),
-    )
 }
 
 /// A check asked for the reference verdict must give it: a source that could not run the
@@ -494,6 +494,9 @@ pub(crate) fn require_reference<'b>(
     checked: Checked<'b>,
     config: &Config,
 ) -> Result<Checked<'b>, ReadError> {
+    if let (true, Some(why)) = (config.reference, &checked.reference_refused) {
+        return Err(ReadError::new(ReadErrorKind::TooLarge, why.clone()));
+    }
     if config.reference && checked.reference.is_none() {
         return Err(ReadError::new(
             ReadErrorKind::Io,

@@ -8,6 +8,10 @@
 //! - `index/model.safetensors.index.json`: a weight_map of that length (millions of entries),
 //!   with two small shards that exist and hold two of its tensors; most entries name a shard
 //!   that holds nothing, or one that does not exist.
+//! - `nan.safetensors`: about 1.5 million F32 scalars, each a NaN (one `DATA-NONFINITE`
+//!   warning and one non-finite count per tensor under `--deep`).
+//! - `missing/model.safetensors.index.json`: a weight_map of that length whose every entry
+//!   names a shard of its own that does not exist (about 7 million distinct shard names).
 
 use std::fs;
 use std::io::Write as _;
@@ -84,6 +88,57 @@ fn warnings_file(len: usize) -> Vec<u8> {
     frame(h, len, &vec![0u8; usize::try_from(at).unwrap_or(0)])
 }
 
+fn nan_file(len: usize) -> Vec<u8> {
+    let mut h = b"{".to_vec();
+    let mut at = 0u64;
+    let mut n = 0usize;
+    let mut entry = Vec::new();
+    loop {
+        entry.clear();
+        if n > 0 {
+            entry.push(b',');
+        }
+        entry.push(b'"');
+        key(&mut entry, n);
+        let _ = write!(
+            entry,
+            r#"":{{"dtype":"F32","shape":[],"data_offsets":[{at},{}]}}"#,
+            at + 4
+        );
+        if h.len() + entry.len() + 1 > len {
+            break;
+        }
+        h.extend_from_slice(&entry);
+        at += 4;
+        n += 1;
+    }
+    h.push(b'}');
+    eprintln!("nan.safetensors: {n} NaN scalars");
+    let data: Vec<u8> = (0..n).flat_map(|_| 0x7FC0_0001u32.to_le_bytes()).collect();
+    frame(h, len, &data)
+}
+
+fn missing_dir(dir: &Path, len: usize) {
+    let dir = dir.join("missing");
+    fs::create_dir_all(&dir).expect("missing dir");
+    let mut h = br#"{"metadata":{"total_size":0},"weight_map":{"#.to_vec();
+    let mut i = 0usize;
+    while h.len() + 40 < len {
+        if i > 0 {
+            h.push(b',');
+        }
+        h.push(b'"');
+        key(&mut h, i);
+        h.extend_from_slice(b"\":\"");
+        key(&mut h, i);
+        h.extend_from_slice(b"\"");
+        i += 1;
+    }
+    h.extend_from_slice(b"}}");
+    eprintln!("missing: {i} distinct missing shards, {} bytes", h.len());
+    fs::write(dir.join("model.safetensors.index.json"), h).expect("write index");
+}
+
 fn index_dir(dir: &Path, len: usize) {
     let dir = dir.join("index");
     fs::create_dir_all(&dir).expect("index dir");
@@ -124,4 +179,6 @@ fn main() {
     fs::write(dir.join("metadata.safetensors"), metadata_file(len)).expect("write");
     fs::write(dir.join("warnings.safetensors"), warnings_file(len)).expect("write");
     index_dir(dir, len);
+    fs::write(dir.join("nan.safetensors"), nan_file(len)).expect("write");
+    missing_dir(dir, len);
 }

@@ -135,10 +135,10 @@ pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
         if let Ok(bytes) = read_index(path, &o.config) {
             let src = source(path, root.as_deref(), o);
             let mut seen = HashSet::new();
-            for name in index::shard_names(&bytes, &o.config) {
+            index::for_each_shard_name(&bytes, &o.config, &mut |name| {
                 // A shard the index cannot open is reported there; a file of the walk that the
                 // index cannot reach stays a job of its own.
-                if let Ok((shard, _)) = src.resolve(&name) {
+                if let Ok((shard, _)) = src.resolve(name) {
                     if let Some((id, len)) = identity(&shard) {
                         shards.insert(id);
                         if seen.insert(id) {
@@ -146,7 +146,7 @@ pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
                         }
                     }
                 }
-            }
+            });
         }
         index_bytes.push(sum);
     }

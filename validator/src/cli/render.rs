@@ -470,7 +470,7 @@ impl<'w> IndexOutput<'w> {
             None => writeln!(
                 out,
                 "{shown}: ok (index of {} shards; {})",
-                rep.shards().len(),
+                rep.shards().total(),
                 totals_human(
                     rep.tensors(),
                     rep.parameters(),
