@@ -604,6 +604,18 @@ fn bad_addresses_are_refused_without_a_request() {
         ("ftp://127.0.0.1/x", "not an http"),
         ("hf://org", "org/repo/path"),
         ("hf://org/repo/../x", "'..'"),
+        // Issue 19: a revision is a segment like the path's, however it is spelled.
+        ("hf://org/repo@../model.safetensors", "revision"),
+        ("hf://org/repo@./model.safetensors", "revision"),
+        ("hf://org/repo@%2e%2e/model.safetensors", "revision"),
+        ("hf://org/repo@%2E%2e/model.safetensors", "revision"),
+        ("hf://org/repo@.%2E/model.safetensors", "revision"),
+        ("hf://org/repo@refs/pr/../model.safetensors", "revision"),
+        (
+            "hf://org/repo@refs%2F..%2Fmain/model.safetensors",
+            "revision",
+        ),
+        ("hf://org/repo@refs/pr//model.safetensors", "revision"),
         ("http://127.0.0.1:1/a b", "percent-encoded"),
     ] {
         let check = c.check(addr, &Config::default(), H);
