@@ -1143,20 +1143,40 @@ impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
 /// checked with its index): one light pass that keeps only the distinct names, without the
 /// checks of [`check_index`].
 pub fn shard_names(index: &[u8], config: &Config) -> Vec<String> {
-    if index.len() as u64 > config.header_limit() {
-        return Vec::new();
-    }
-    let Ok(text) = std::str::from_utf8(index) else {
-        return Vec::new();
-    };
     let mut names = Vec::new();
-    let mut de = serde_json::Deserializer::from_str(text);
-    let _ = (&mut de).deserialize_map(NamesRoot { out: &mut names });
+    let mut seen = std::collections::HashSet::new();
+    visit_shard_names(index, config, &mut |name| {
+        if !seen.contains(name) {
+            seen.insert(name.to_owned());
+            names.push(name.to_owned());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
     names
 }
 
+/// Every shard name of `weight_map`, repeats included, in the index's order, handed to `f`
+/// until it breaks; nothing if the index is above the header limit or not UTF-8, and the
+/// names up to the first fault if it is not a JSON object with a `weight_map` of strings.
+/// Keeps nothing: for planning in step with [`check_index`] (a remote set fetches its shards
+/// ahead, in the order the check asks for them).
+pub fn visit_shard_names(
+    index: &[u8],
+    config: &Config,
+    f: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
+) {
+    if index.len() as u64 > config.header_limit() {
+        return;
+    }
+    let Ok(text) = std::str::from_utf8(index) else {
+        return;
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = (&mut de).deserialize_map(NamesRoot { f });
+}
+
 struct NamesRoot<'o> {
-    out: &'o mut Vec<String>,
+    f: &'o mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
 }
 
 impl<'de> Visitor<'de> for NamesRoot<'_> {
@@ -1167,9 +1187,7 @@ impl<'de> Visitor<'de> for NamesRoot<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
             if key == "weight_map" {
-                map.next_value_seed(NamesMap {
-                    out: &mut *self.out,
-                })?;
+                map.next_value_seed(NamesMap { f: &mut *self.f })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -1179,7 +1197,7 @@ impl<'de> Visitor<'de> for NamesRoot<'_> {
 }
 
 struct NamesMap<'o> {
-    out: &'o mut Vec<String>,
+    f: &'o mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
 }
 
 impl<'de> DeserializeSeed<'de> for NamesMap<'_> {
@@ -1195,12 +1213,10 @@ impl<'de> Visitor<'de> for NamesMap<'_> {
         f.write_str("a weight_map object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
         while map.next_key::<IgnoredAny>()?.is_some() {
             let Text(name) = map.next_value_seed(TextSeed)?;
-            if !seen.contains(&*name) {
-                seen.insert(name.clone().into_owned());
-                self.out.push(name.into_owned());
+            if (self.f)(&name).is_break() {
+                return Err(de::Error::custom("stopped"));
             }
         }
         Ok(())
