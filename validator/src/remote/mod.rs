@@ -25,13 +25,13 @@
 //!
 //! # Deadlines
 //!
-//! Each address has one deadline for everything its check fetches: [`RemoteOptions::
-//! total_timeout`] (120 s) at the header level, [`RemoteOptions::stream_timeout`] (1 hour)
-//! for a deep check, which reads the data. For an index, the index and all its shards share
-//! it: a set of a thousand slow shards cannot take a thousand times as long. A deadline
-//! passed is an [`ErrorKind::Timeout`] error ("could not check"), never a verdict; so is a
-//! body slower than the minimum speed, which ends a stalled transfer long before the
-//! deadline.
+//! Each address has one deadline for everything its check fetches:
+//! [`RemoteOptions::total_timeout`] (120 s) at the header level,
+//! [`RemoteOptions::stream_timeout`] (1 hour) for a deep check, which reads the data. For an
+//! index, the index and all its shards share it: a set of a thousand slow shards cannot take
+//! a thousand times as long. A deadline passed is an [`ErrorKind::Timeout`] error ("could
+//! not check"), never a verdict; so is a body slower than the minimum speed, which ends a
+//! stalled transfer long before the deadline.
 //!
 //! # A client for hostile servers
 //!
