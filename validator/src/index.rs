@@ -1182,12 +1182,16 @@ impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
     }
 }
 
-/// The shard names an index names, handed to `f` in index order, each name once per run of
-/// consecutive entries naming it (so a name may come again); nothing if the index is not a JSON
-/// object with a `weight_map` of strings. For planning (a file that is a shard is checked with
-/// its index): one light pass that keeps nothing, without the checks of [`check_index`], so
-/// an index naming millions of shards costs no memory here.
-pub fn for_each_shard_name(index: &[u8], config: &Config, f: &mut dyn FnMut(&str)) {
+/// Every shard name of `weight_map`, repeats included, in the index's order, handed to `f`
+/// until it breaks; nothing if the index is above the header limit or not UTF-8, and the
+/// names up to the first fault if it is not a JSON object with a `weight_map` of strings.
+/// Keeps nothing: for planning in step with [`check_index`] (a remote set fetches its shards
+/// ahead, in the order the check asks for them).
+pub fn visit_shard_names(
+    index: &[u8],
+    config: &Config,
+    f: &mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
+) {
     if index.len() as u64 > config.header_limit() {
         return;
     }
@@ -1195,11 +1199,11 @@ pub fn for_each_shard_name(index: &[u8], config: &Config, f: &mut dyn FnMut(&str
         return;
     };
     let mut de = serde_json::Deserializer::from_str(text);
-    let _ = (&mut de).deserialize_map(NamesRoot { out: f });
+    let _ = (&mut de).deserialize_map(NamesRoot { f });
 }
 
 struct NamesRoot<'o> {
-    out: &'o mut dyn FnMut(&str),
+    f: &'o mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
 }
 
 impl<'de> Visitor<'de> for NamesRoot<'_> {
@@ -1210,9 +1214,7 @@ impl<'de> Visitor<'de> for NamesRoot<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Text(key)) = map.next_key_seed(TextSeed)? {
             if key == "weight_map" {
-                map.next_value_seed(NamesMap {
-                    out: &mut *self.out,
-                })?;
+                map.next_value_seed(NamesMap { f: &mut *self.f })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -1222,7 +1224,7 @@ impl<'de> Visitor<'de> for NamesRoot<'_> {
 }
 
 struct NamesMap<'o> {
-    out: &'o mut dyn FnMut(&str),
+    f: &'o mut dyn FnMut(&str) -> std::ops::ControlFlow<()>,
 }
 
 impl<'de> DeserializeSeed<'de> for NamesMap<'_> {
@@ -1238,12 +1240,10 @@ impl<'de> Visitor<'de> for NamesMap<'_> {
         f.write_str("a weight_map object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut last: Option<String> = None;
         while map.next_key::<IgnoredAny>()?.is_some() {
             let Text(name) = map.next_value_seed(TextSeed)?;
-            if last.as_deref() != Some(&*name) {
-                (self.out)(&name);
-                last = Some(name.into_owned());
+            if (self.f)(&name).is_break() {
+                return Err(de::Error::custom("stopped"));
             }
         }
         Ok(())

@@ -7,8 +7,9 @@
 mod remote_support;
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use remote_support::{serve_file, zeros_file, Reply, Server};
+use remote_support::{declared_file, serve_file, zeros_file, Length, Reply, Server};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
@@ -203,4 +204,100 @@ fn a_failing_server_is_could_not_check_never_a_verdict() {
     assert!(!out.stderr.contains("key-that-must-not-show"));
     let out = run(&[&s.url("/missing.safetensors")], &[]);
     assert_eq!(out.code, 2);
+}
+
+/// Issue 19: `--timeout` bounds each URL, its data and (for an index) all its shards: a URL
+/// past it is not checked (exit 2), and the other URLs' records and the summary are written.
+#[test]
+fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
+    let good = zeros_file(3);
+    let (body, total) = declared_file(1 << 30, 64 * 1024);
+    let index: Vec<u8> = {
+        let map: Vec<String> = (0..12)
+            .map(|i| format!("\"t{i}\":\"m-{i}.safetensors\""))
+            .collect();
+        format!("{{\"weight_map\":{{{}}}}}", map.join(",")).into_bytes()
+    };
+    let shards: Vec<Vec<u8>> = (0..12).map(|i| shard(&format!("t{i}"))).collect();
+    let s = Server::start(move |req| {
+        let path = req.path();
+        if path == "/good.safetensors" {
+            return serve_file(req, &good, true);
+        }
+        if path == "/drip.safetensors" {
+            // 1,280 bytes/s of a declared 1 GiB tensor: above the minimum speed.
+            return Reply::new(200)
+                .body(body.clone())
+                .length(Length::Claim(total))
+                .drip(64, Duration::from_millis(50));
+        }
+        if path == "/set/m.safetensors.index.json" {
+            return serve_file(req, &index, true);
+        }
+        // Each shard about a second, dripped: twelve of them, a few at a time, pass 2 s.
+        match path
+            .strip_prefix("/set/m-")
+            .and_then(|p| p.strip_suffix(".safetensors"))
+            .and_then(|i| i.parse::<usize>().ok())
+            .and_then(|i| shards.get(i))
+        {
+            Some(b) => serve_file(req, b, true).drip(8, Duration::from_millis(100)),
+            None => Reply::new(404),
+        }
+    });
+    let (drip, good, set) = (
+        s.url("/drip.safetensors"),
+        s.url("/good.safetensors"),
+        s.url("/set/m.safetensors.index.json"),
+    );
+    let started = Instant::now();
+    let out = run(
+        &["--json", "--deep", "--timeout", "2", &drip, &good, &set],
+        &[],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    let v = lines(&out.stdout);
+    assert_eq!(v.len(), 4, "{}", out.stdout);
+    assert_eq!(v[0]["data"]["status"], "io_error", "{}", v[0]);
+    let message = v[0]["data"]["io_error"].as_str().unwrap_or_default();
+    assert!(message.contains("gave up after 2 s"), "{message}");
+    assert_eq!(v[1]["data"]["status"], "valid", "{}", v[1]);
+    assert_eq!(v[2]["type"], "index");
+    assert_eq!(v[2]["data"]["status"], "io_error", "{}", v[2]);
+    let message = v[2]["data"]["io_error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("gave up after 2 s") && message.contains("the whole set"),
+        "{message}"
+    );
+    assert_eq!(v[3]["type"], "summary");
+    assert_eq!(v[3]["data"]["exit_code"], 2);
+    assert!(out.stderr.contains("gave up after 2 s"), "{}", out.stderr);
+
+    // Text, header level: the set still runs out (each shard about a second).
+    let out = run(&["--timeout=2", &set, &good], &[]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("not checked"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("{good}: ok")),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("summary: "), "{}", out.stdout);
+}
+
+#[test]
+fn a_timeout_must_be_a_positive_number_of_seconds() {
+    for bad in ["0", "-1", "abc", "inf", "NaN", "", "1e30"] {
+        let out = run(&["--timeout", bad, "http://127.0.0.1:1/x.safetensors"], &[]);
+        assert_eq!(out.code, 2, "{bad}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("--timeout"), "{bad}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{bad}: {}", out.stdout);
+    }
+    let out = run(&["--help"], &[]);
+    assert!(out.stdout.contains("--timeout SECONDS"), "{}", out.stdout);
 }

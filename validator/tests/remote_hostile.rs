@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use remote_support::{serve_file, short, test_options, zeros_file, Length, Reply, Server};
+use remote_support::{
+    declared_file, serve_file, short, test_options, zeros_file, Length, Reply, Server,
+};
 use stcheck::remote::{Depth, ErrorKind, Found, Remote, RemoteError, RemoteOptions, UrlCheck};
 use stcheck::Config;
 
@@ -233,7 +235,7 @@ fn a_slow_drip_runs_out_of_time() {
         ErrorKind::Timeout,
         "gave up after 0.5 s",
     );
-    // Deep, with no deadline: the minimum speed.
+    // Deep, long before its deadline: the minimum speed.
     let mut o = test_options();
     o.min_speed_bytes = 1000;
     o.min_speed_window = Duration::from_millis(300);
@@ -249,6 +251,52 @@ fn a_slow_drip_runs_out_of_time() {
     );
 }
 
+/// Issue 19: a deep check of a server sending 1,280 bytes/s of a declared 1 GiB tensor,
+/// above the minimum speed (1024 bytes per 30 s), ends at the file's deadline: not checked,
+/// never a verdict, with the deadline in the message.
+#[test]
+fn a_deep_check_of_a_dripped_body_ends_at_its_deadline() {
+    let (body, total) = declared_file(1 << 30, 64 * 1024);
+    let server = Server::start(move |_| {
+        Reply::new(200)
+            .body(body.clone())
+            .length(Length::Claim(total))
+            .drip(64, Duration::from_millis(50))
+    });
+    let mut o = test_options();
+    // The floor stays the default one; the drip is above it.
+    assert_eq!(o.min_speed_bytes, 1024);
+    assert_eq!(o.min_speed_window, Duration::from_secs(30));
+    o.stream_timeout = Some(Duration::from_secs(2));
+    let c = client(o);
+    let started = std::time::Instant::now();
+    let check = c.check(
+        &server.url("/big.safetensors"),
+        &Config::default(),
+        Depth::Deep { sha256: true },
+    );
+    let e = could_not_check(&check, ErrorKind::Timeout, "gave up after 2 s");
+    assert!(e.message().contains("the time allowed for one file"), "{e}");
+    // A generous bound that proves it ended (the body alone would take 51 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let log = server.settle(Duration::from_secs(5));
+    assert_eq!(log.len(), 1, "one request, no retry of a deadline");
+    assert!(log[0].body_written < 64 * 1024, "{}", log[0].body_written);
+}
+
+/// The defaults bound every check: a deep one too, however slowly the bytes come.
+#[test]
+fn the_default_deadlines_are_bounded() {
+    let o = RemoteOptions::default();
+    assert_eq!(o.total_timeout, Duration::from_secs(120));
+    assert_eq!(o.stream_timeout, Some(Duration::from_secs(3600)));
+    assert!(o.max_concurrent_shards > 1);
+}
+
 #[test]
 fn a_response_head_dripped_byte_by_byte_runs_out_of_time() {
     // Each byte well within the read timeout; the head never ends.
@@ -262,7 +310,7 @@ fn a_response_head_dripped_byte_by_byte_runs_out_of_time() {
     let mut o = test_options();
     o.total_timeout = Duration::from_millis(500);
     let c = client(o);
-    // Deep checks have no deadline of their own (stream_timeout: None), yet the head is
+    // A deep check's deadline is longer (stream_timeout: 20 s here), yet the head is
     // bounded by the total timeout.
     for depth in [H, Depth::Deep { sha256: false }] {
         could_not_check(
@@ -604,6 +652,18 @@ fn bad_addresses_are_refused_without_a_request() {
         ("ftp://127.0.0.1/x", "not an http"),
         ("hf://org", "org/repo/path"),
         ("hf://org/repo/../x", "'..'"),
+        // Issue 19: a revision is a segment like the path's, however it is spelled.
+        ("hf://org/repo@../model.safetensors", "revision"),
+        ("hf://org/repo@./model.safetensors", "revision"),
+        ("hf://org/repo@%2e%2e/model.safetensors", "revision"),
+        ("hf://org/repo@%2E%2e/model.safetensors", "revision"),
+        ("hf://org/repo@.%2E/model.safetensors", "revision"),
+        ("hf://org/repo@refs/pr/../model.safetensors", "revision"),
+        (
+            "hf://org/repo@refs%2F..%2Fmain/model.safetensors",
+            "revision",
+        ),
+        ("hf://org/repo@refs/pr//model.safetensors", "revision"),
         ("http://127.0.0.1:1/a b", "percent-encoded"),
     ] {
         let check = c.check(addr, &Config::default(), H);

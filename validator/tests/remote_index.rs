@@ -6,8 +6,9 @@ mod remote_support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use remote_support::{serve_file, short, test_options, Reply, Server};
+use remote_support::{most_at_once, serve_file, short, test_options, Reply, Server};
 use stcheck::index::{check_index, IndexReport, MemorySource};
 use stcheck::remote::{Depth, ErrorKind, Found, Remote};
 use stcheck::write::{serialize, TensorSpec};
@@ -132,7 +133,10 @@ fn a_valid_set_by_url() {
     assert!(report.is_valid());
     assert_eq!(report.tensors(), 3);
     assert_eq!(report.computed_size(), Some(24));
-    let paths: Vec<String> = server.requests().iter().map(|r| r.target.clone()).collect();
+    // The shards are fetched concurrently: in either order, after the index.
+    let mut paths: Vec<String> = server.requests().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(paths[0], "/models/model.safetensors.index.json");
+    paths[1..].sort();
     assert_eq!(
         paths,
         [
@@ -311,4 +315,213 @@ fn an_index_by_hf_address_and_deep() {
             );
         }
     }
+}
+
+/// The `weight_map` entries `"t{i}": names[i]`.
+fn weight_map(names: &[String]) -> String {
+    let map: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("\"t{i}\":\"{s}\""))
+        .collect();
+    map.join(",")
+}
+
+/// The most shard responses the server had in progress at once, once all are over.
+fn shards_at_once(server: &Server) -> usize {
+    let log = server.settle(Duration::from_secs(10));
+    most_at_once(&log, |l| {
+        l.request.path() != "/set/model.safetensors.index.json"
+    })
+}
+
+/// An index of `n` one-tensor shards (tensor `t{i}` in shard `i`), and the shards.
+fn many(n: usize) -> (String, Vec<(String, Vec<u8>)>) {
+    let names: Vec<String> = (1..=n)
+        .map(|i| format!("model-{i:05}-of-{n:05}.safetensors"))
+        .collect();
+    let index = format!(
+        "{{\"metadata\":{{\"total_size\":{}}},\"weight_map\":{{{}}}}}",
+        4 * n,
+        weight_map(&names)
+    );
+    let shards = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| (name, shard(&[(&format!("t{i}"), 1)])))
+        .collect();
+    (index, shards)
+}
+
+/// Serve an index at `/set/model.safetensors.index.json` and its shards, each shard's body
+/// dripped 8 bytes at a time every `every(i)` for shard `i`.
+fn dripping_set(
+    index: String,
+    shards: Vec<(String, Vec<u8>)>,
+    every: impl Fn(usize) -> Duration + Send + Sync + 'static,
+) -> Server {
+    Server::start(move |req| {
+        let Some(name) = req.path().strip_prefix("/set/") else {
+            return Reply::new(404);
+        };
+        if name == "model.safetensors.index.json" {
+            return serve_file(req, index.as_bytes(), true);
+        }
+        match shards.iter().position(|(n, _)| n == name) {
+            Some(i) => serve_file(req, &shards[i].1, true).drip(8, every(i)),
+            None => Reply::new(404),
+        }
+    })
+}
+
+/// Issue 19: a set whose every shard drips, each within a file's deadline on its own but all
+/// of them far past it one after another, ends at the one deadline the index and its shards
+/// share: not checked, never a verdict, whatever the depth.
+#[test]
+fn a_set_whose_every_shard_drips_ends_at_the_set_deadline() {
+    const SHARDS: usize = 16;
+    let (index, shards) = many(SHARDS);
+    // About 80 bytes a shard at 80 bytes/s (above the minimum speed): a second each.
+    let server = dripping_set(index, shards, |_| Duration::from_millis(100));
+    for depth in [Depth::Header, Depth::Deep { sha256: false }] {
+        server.clear_log();
+        let mut o = test_options();
+        o.total_timeout = Duration::from_secs(2);
+        o.stream_timeout = Some(Duration::from_secs(2));
+        o.max_concurrent_shards = 4;
+        let client = Remote::new(o).expect("client");
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        let check = client.check_with(
+            &server.url("/set/model.safetensors.index.json"),
+            &Config::default(),
+            depth,
+            &mut |name, _| seen.push(name.to_owned()),
+        );
+        let e = match &check.outcome {
+            Err(e) => e.clone(),
+            Ok(found) => panic!("{depth:?}: a verdict: {}", short(found, 300)),
+        };
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+        assert!(e.message().contains("gave up after 2 s"), "{e}");
+        assert!(e.message().contains("the whole set"), "{e}");
+        // A generous bound that proves it ended (one shard after another: 16 s).
+        assert!(
+            started.elapsed() < Duration::from_secs(12),
+            "{depth:?}: {:?}",
+            started.elapsed()
+        );
+        assert!(seen.len() < SHARDS, "{depth:?}: {seen:?}");
+        // A few shards at a time, never more than the bound.
+        let at_once = shards_at_once(&server);
+        assert!((2..=4).contains(&at_once), "{depth:?}: {at_once} at once");
+    }
+}
+
+/// Shards are fetched a few at a time, yet handed over (and reported) in the index's order,
+/// with the local check's findings.
+#[test]
+fn shards_are_fetched_a_few_at_a_time_and_reported_in_index_order() {
+    const SHARDS: usize = 12;
+    let (index, shards) = many(SHARDS);
+    let want: Vec<String> = shards.iter().map(|(n, _)| n.clone()).collect();
+    let mut local = MemorySource::new();
+    for (n, b) in &shards {
+        local.insert(n.clone(), b.clone());
+    }
+    let local = check_index(index.as_bytes(), &local, &Config::default()).expect("local");
+    // The first shards are the slowest: a later one is done before an earlier one.
+    let server = dripping_set(index, shards, |i| {
+        Duration::from_millis(5 * (SHARDS - i) as u64)
+    });
+    let mut o = test_options();
+    o.max_concurrent_shards = 3;
+    let client = Remote::new(o).expect("client");
+    let mut seen = Vec::new();
+    let check = client.check_with(
+        &server.url("/set/model.safetensors.index.json"),
+        &Config::default(),
+        Depth::Header,
+        &mut |name, _| seen.push(name.to_owned()),
+    );
+    let got = match check.outcome {
+        Ok(Found::Index(i)) => i,
+        other => panic!("{}", short(&other, 500)),
+    };
+    assert_eq!(rows(&got.report), rows(&local));
+    assert!(got.report.is_valid());
+    assert_eq!(seen, want);
+    let names: Vec<&str> = got.shards.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, want);
+    let per_shard: u32 = got.shards.iter().map(|(_, c)| c.requests).sum();
+    assert_eq!(check.cost.requests, 1 + per_shard);
+    let at_once = shards_at_once(&server);
+    assert!((2..=3).contains(&at_once), "{at_once} at once");
+}
+
+/// Shards whose headers together pass the budget of header bytes in flight wait for the
+/// ones before them: memory follows the largest header plus the budget, not the number of
+/// workers.
+#[test]
+fn large_headers_wait_for_the_budget() {
+    let big = |name: &str| {
+        let value = "x".repeat(600_000);
+        serialize(
+            &[TensorSpec::new(name, Dtype::F32, &[1], &[0u8; 4])],
+            &[("pad", value.as_str())],
+        )
+        .expect("serialize")
+    };
+    let names: Vec<String> = (1..=4).map(|i| format!("big-{i}.safetensors")).collect();
+    let index = format!("{{\"weight_map\":{{{}}}}}", weight_map(&names));
+    let shards: Vec<(String, Vec<u8>)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), big(&format!("t{i}"))))
+        .collect();
+    let server = Server::start(move |req| {
+        let name = req.path().trim_start_matches("/set/");
+        if name == "model.safetensors.index.json" {
+            return serve_file(req, index.as_bytes(), true);
+        }
+        match shards.iter().find(|(n, _)| n == name) {
+            // The rest of each header comes slowly: 600 KB in about half a second.
+            Some((_, b))
+                if req
+                    .header("range")
+                    .is_some_and(|r| !r.starts_with("bytes=0-")) =>
+            {
+                serve_file(req, b, true).drip(60_000, Duration::from_millis(50))
+            }
+            Some((_, b)) => serve_file(req, b, true),
+            None => Reply::new(404),
+        }
+    });
+    let mut o = test_options();
+    o.max_concurrent_shards = 4;
+    o.shard_header_budget = 1_000_000;
+    let client = Remote::new(o).expect("client");
+    let check = client.check(
+        &server.url("/set/model.safetensors.index.json"),
+        &Config::default(),
+        Depth::Header,
+    );
+    match &check.outcome {
+        Ok(Found::Index(i)) => assert!(i.report.is_valid(), "{:?}", i.report.errors()),
+        other => panic!("{}", short(other, 500)),
+    }
+    let log = server.settle(Duration::from_secs(10));
+    let rest = |l: &remote_support::Logged| {
+        l.request
+            .header("range")
+            .is_some_and(|r| !r.starts_with("bytes=0-"))
+    };
+    assert_eq!(log.iter().filter(|l| rest(l)).count(), 4);
+    // Four workers, but the rest of at most two headers at once: one within the budget, and
+    // the one the checker wants next (which never waits, so the set cannot stall).
+    assert!(
+        most_at_once(&log, rest) <= 2,
+        "{}",
+        most_at_once(&log, rest)
+    );
 }

@@ -109,6 +109,13 @@ Options:
                                another); never printed
       --ca-file PEM            trust these certificates for https URLs instead of the
                                built-in roots
+      --timeout SECONDS        the most time one URL may take, everything included
+                               (redirects, retries, the data with --deep, and for an
+                               index all its shards, fetched 4 at a time); past it the
+                               URL is not checked (exit 2) and the run goes on. Default:
+                               120, or 3600 when the data is read (--deep, --sha256,
+                               --deny-nonfinite). A body slower than 1 KiB per 30 s is
+                               dropped sooner
       --explain RULE           print the rule's text from SPEC.md (statement, rationale,
                                the reference's behaviour) and exit
   -h, --help                   print this help
@@ -158,6 +165,9 @@ pub(crate) struct Options {
     pub(crate) headers: Vec<(String, String)>,
     /// `--ca-file PATH`: the certificates trusted for https URLs instead of the built-in ones.
     pub(crate) ca_file: Option<std::path::PathBuf>,
+    /// `--timeout SECONDS`: the deadline of each URL (a file with its data, or a set with all
+    /// its shards), instead of the library's defaults.
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 impl Options {
@@ -201,6 +211,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         config: Config::default(),
         headers: Vec::new(),
         ca_file: None,
+        timeout: None,
     };
     let mut no_mmap = false;
     let mut mmap = false;
@@ -249,6 +260,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 | "--max-warnings-per-rule"
                 | "--header"
                 | "--ca-file"
+                | "--timeout"
                 | "--format"
                 | "--deny"
                 | "--allow"
@@ -363,6 +375,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--ca-file" => {
                 o.ca_file = Some(value("a PEM file")?.into());
             }
+            "--timeout" => o.timeout = Some(seconds("--timeout", &value("seconds")?)?),
             "--max-warnings-per-rule" => {
                 let v = value("a number of warnings")?;
                 o.config.max_warnings_per_rule = match v.parse::<usize>() {
@@ -431,6 +444,21 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     Ok(Command::Run(Box::new(o)))
 }
 
+/// The longest `--timeout`: a year, far past any real transfer (and any `Instant` overflow).
+const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A positive, finite number of seconds (fractions allowed) for `option`.
+fn seconds(option: &str, v: &str) -> Result<std::time::Duration, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => {
+            Ok(std::time::Duration::from_secs_f64(s))
+        }
+        _ => Err(format!(
+            "{option}: {v:?} is not a number of seconds above 0 (at most {MAX_TIMEOUT_SECS})"
+        )),
+    }
+}
+
 /// The rule named by `id` (in any case) for `option`, or a usage error naming the rules near it.
 fn rule_arg(option: &str, id: &str) -> Result<Rule, String> {
     let id = id.trim();
@@ -489,6 +517,25 @@ mod tests {
         assert!(run(&["--stream", "--no-mmap", "a"]).is_err());
         assert!(run(&["--format", "xml", "a"]).is_err());
         assert!(run(&["--format", "sarif", "--profile", "reference", "a"]).is_err());
+        for bad in ["0", "-2", "x", "inf", "NaN", "1e9", ""] {
+            let e = run(&["--timeout", bad, "a"]).expect_err(bad);
+            assert!(e.starts_with("--timeout: "), "{e}");
+        }
+        assert!(run(&["--timeout"]).is_err());
+    }
+
+    #[test]
+    fn timeouts() {
+        use std::time::Duration;
+        assert_eq!(run(&["a"]).map(|o| o.timeout), Ok(None));
+        assert_eq!(
+            run(&["--timeout", "90", "a"]).map(|o| o.timeout),
+            Ok(Some(Duration::from_secs(90)))
+        );
+        assert_eq!(
+            run(&["--timeout=0.5", "a"]).map(|o| o.timeout),
+            Ok(Some(Duration::from_millis(500)))
+        );
     }
 
     #[test]

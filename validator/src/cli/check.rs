@@ -135,7 +135,13 @@ pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
         if let Ok(bytes) = read_index(path, &o.config) {
             let src = source(path, root.as_deref(), o);
             let mut seen = HashSet::new();
-            index::for_each_shard_name(&bytes, &o.config, &mut |name| {
+            let mut last = String::new();
+            index::visit_shard_names(&bytes, &o.config, &mut |name| {
+                // Entries in a row usually name one shard: look it up once.
+                if name == last {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                name.clone_into(&mut last);
                 // A shard the index cannot open is reported there; a file of the walk that the
                 // index cannot reach stays a job of its own.
                 if let Ok((shard, _)) = src.resolve(name) {
@@ -146,6 +152,7 @@ pub(crate) fn plan(jobs: Vec<Job>, o: &Options, size_shards: bool) -> Plan {
                         }
                     }
                 }
+                std::ops::ControlFlow::Continue(())
             });
         }
         index_bytes.push(sum);

@@ -23,6 +23,12 @@ mod imp {
                 .header(name, value)
                 .map_err(|e| format!("--header: {e}"))?;
         }
+        // One deadline for each URL, whatever its depth: the file with its data, or the
+        // set with all its shards.
+        if let Some(t) = o.timeout {
+            opts.total_timeout = t;
+            opts.stream_timeout = Some(t);
+        }
         if let Some(path) = &o.ca_file {
             let pem = std::fs::read(path)
                 .map_err(|e| format!("--ca-file {}: {e}", stcheck::fs::display_path(path)))?;

@@ -397,9 +397,22 @@ impl HfAddress {
         let revision = match rev {
             None => "main".to_owned(),
             Some(r) => decode(&r)
-                .filter(|r| !r.is_empty() && !r.chars().any(char::is_control))
-                .ok_or("the revision after '@' is empty or badly encoded")?,
+                .filter(|r| !r.chars().any(char::is_control))
+                .ok_or("the revision after '@' is badly encoded")?,
         };
+        // The segment rules of the path, applied after decoding: `..`, `%2e%2e` and
+        // `refs/pr/..` are refused, not sent as a dot segment. The revision is then sent
+        // as one segment, `/` encoded (`refs%2Fpr%2F1`), as huggingface_hub quotes it.
+        if revision
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+        {
+            return Err(
+                "the revision after '@' has an empty, '.' or '..' segment (a revision is a \
+                 branch, a tag, a commit or refs/pr/N)"
+                    .into(),
+            );
+        }
         if path.is_empty() {
             return Err(WHOLE_REPOSITORY.to_owned());
         }
@@ -564,6 +577,49 @@ mod tests {
             "hf://o rg/repo/x",
         ] {
             assert!(HfAddress::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_revision_is_never_a_dot_segment() {
+        for bad in [
+            "hf://org/repo@../model.safetensors",
+            "hf://org/repo@./model.safetensors",
+            "hf://org/repo@%2e%2e/model.safetensors",
+            "hf://org/repo@%2E%2E/model.safetensors",
+            "hf://org/repo@.%2e/model.safetensors",
+            "hf://org/repo@%2e/model.safetensors",
+            "hf://org/repo@refs/pr/../model.safetensors",
+            "hf://org/repo@refs%2F..%2Fmain/model.safetensors",
+            "hf://org/repo@refs%2Fpr%2F/model.safetensors",
+            "hf://org/repo@refs/pr//model.safetensors",
+            "hf://org/repo@%2F/model.safetensors",
+            "hf://org/repo@%0a/model.safetensors",
+            "hf://org/repo@%zz/model.safetensors",
+        ] {
+            let e = HfAddress::parse(bad).expect_err(bad);
+            assert!(e.contains("revision"), "{bad}: {e}");
+        }
+        let hub = u("https://huggingface.co");
+        for (addr, revision) in [
+            ("hf://org/repo@refs/pr/1/model.safetensors", "refs%2Fpr%2F1"),
+            (
+                "hf://org/repo@refs%2Fpr%2F1/model.safetensors",
+                "refs%2Fpr%2F1",
+            ),
+            ("hf://org/repo@v1..2/model.safetensors", "v1..2"),
+            ("hf://org/repo@...x/model.safetensors", "...x"),
+            // Double-encoded: the revision is the text `%2e%2e`, sent encoded again.
+            ("hf://org/repo@%252e%252e/model.safetensors", "%252e%252e"),
+        ] {
+            let url = HfAddress::parse(addr)
+                .and_then(|a| a.resolve_url(&hub))
+                .expect(addr);
+            assert_eq!(
+                url.path(),
+                format!("/org/repo/resolve/{revision}/model.safetensors"),
+                "{addr}"
+            );
         }
     }
 }

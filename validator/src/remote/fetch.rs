@@ -5,7 +5,7 @@ use ureq::http::Method;
 
 use super::address::Url;
 use super::http::{read_up_to, Response, Session};
-use super::shards::RemoteShards;
+use super::shards::{header_share, RemoteShards};
 use super::{verdict, Depth, ErrorKind, FileCheck, Found, IndexCheck, Remote, RemoteError};
 use crate::index::ShardOutcome;
 use crate::limits::Config;
@@ -324,6 +324,14 @@ pub(super) fn check_header(
                 "the body ended after {have} bytes, before the end of the header"
             )));
         }
+        if feed.is_none() {
+            // A shard of a set holds its header's bytes of the set's budget before they come.
+            if let Some(field) = bytes.get(..8) {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(field);
+                session.reserve(header_share(le, config.header_limit()))?;
+            }
+        }
         let f = feed.get_or_insert_with(|| verdict::Feed::new(config, id.total));
         if !f.feed(&bytes) {
             break;
@@ -391,7 +399,7 @@ pub(super) fn check_stream(
 ) -> Result<FileCheck, RemoteError> {
     let (resp, announced) = get_whole(session, url, "the whole file")?;
     let before = session.cost.bytes;
-    let mut reader = session.reader(resp);
+    let mut reader = session.file_reader(resp, config.header_limit());
     let result = verdict::stream_verdict(&mut reader, config);
     // A verdict reached before the end (a bad header, a trailing byte) leaves the rest
     // unread: dropping the body closes the connection.
@@ -426,13 +434,19 @@ pub(super) fn check_index(
             )));
         }
     }
-    let source = RemoteShards::new(remote, url.clone(), depth);
-    let report = verdict::index_verdict(&bytes, &source, config, on_shard)
-        .map_err(|e| RemoteError::new(ErrorKind::Shard, session.scrub(&e.to_string())))?;
-    let shards = source.into_costs();
+    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline());
+    let report = source.check(&bytes, config, on_shard);
+    // The set's deadline passed is a timeout, whichever shard was under way.
+    let kind = match source.failure() {
+        Some(ErrorKind::Timeout) => ErrorKind::Timeout,
+        _ => ErrorKind::Shard,
+    };
+    let (shards, unused) = source.into_costs();
     for (_, c) in &shards {
         session.cost.add(c);
     }
+    session.cost.add(&unused);
+    let report = report.map_err(|e| RemoteError::new(kind, session.scrub(&e.to_string())))?;
     Ok(Found::Index(Box::new(IndexCheck { report, shards })))
 }
 

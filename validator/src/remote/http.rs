@@ -1,5 +1,5 @@
 //! One file's HTTP exchanges: redirects followed by hand (so credentials go only where they
-//! belong), bounded retries with backoff, the file's deadline, and its cost.
+//! belong), bounded retries with backoff, the deadline, and the cost.
 
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
@@ -7,7 +7,62 @@ use std::time::{Duration, Instant};
 use ureq::http::{HeaderMap, Method};
 
 use super::address::{Origin, Url};
+use super::shards::{header_share, Permit, Slot};
 use super::{Cost, ErrorKind, Remote, RemoteError};
+
+/// When a job must be over, and what the time was allowed for (for messages). One deadline
+/// covers everything a job fetches: a file with its data, or an index with all its shards.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Deadline {
+    at: Option<Instant>,
+    allowed: Duration,
+    what: &'static str,
+}
+
+impl Deadline {
+    /// What a file's deadline is for.
+    pub(super) const FILE: &'static str = "one file";
+    /// What a set's deadline is for.
+    pub(super) const SET: &'static str = "the whole set (the index and all its shards)";
+
+    /// `allowed` from now (`None`: no deadline), for `what`.
+    pub(super) fn after(allowed: Option<Duration>, what: &'static str) -> Self {
+        Deadline {
+            at: allowed.and_then(|d| Instant::now().checked_add(d)),
+            allowed: allowed.unwrap_or(Duration::MAX),
+            what,
+        }
+    }
+
+    /// When it passes, if it does.
+    pub(super) fn at(&self) -> Option<Instant> {
+        self.at
+    }
+
+    /// The time left, `Err` once it has passed.
+    pub(super) fn remaining(&self) -> Result<Option<Duration>, RemoteError> {
+        match self.at {
+            None => Ok(None),
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Ok(Some(left)),
+                _ => Err(self.passed()),
+            },
+        }
+    }
+
+    /// The error of a deadline passed.
+    pub(super) fn passed(&self) -> RemoteError {
+        RemoteError::new(ErrorKind::Timeout, self.message())
+    }
+
+    fn message(&self) -> String {
+        format!(
+            "gave up after {} s, the time allowed for {}",
+            self.allowed.as_secs_f64(),
+            self.what
+        )
+    }
+}
 
 /// A response whose status is 2xx or 416 (redirects, retries and other statuses are handled).
 pub(super) struct Response {
@@ -49,7 +104,11 @@ pub(super) struct Session<'r> {
     home: Origin,
     /// The URL the job started at (messages name a URL only when it is another one).
     start: Url,
-    deadline: Option<Instant>,
+    deadline: Deadline,
+    /// A shard fetched ahead for its set: the set's budget of header bytes and its end.
+    slot: Option<Slot<'r>>,
+    /// The header bytes this shard holds of its set's budget, once its length is known.
+    pub(super) permit: Option<Permit<'r>>,
     pub(super) cost: Cost,
 }
 
@@ -86,39 +145,49 @@ fn status_text(status: u16) -> String {
 }
 
 impl<'r> Session<'r> {
-    /// A session for a job that starts at `url`, with `timeout` for all of it.
-    pub(super) fn new(remote: &'r Remote, url: &Url, timeout: Option<Duration>) -> Self {
+    /// A session for a job that starts at `url`, to be over by `deadline`.
+    pub(super) fn new(remote: &'r Remote, url: &Url, deadline: Deadline) -> Self {
         Session {
             remote,
             home: url.origin(),
             start: url.clone(),
-            deadline: timeout.map(|t| Instant::now() + t),
+            deadline,
+            slot: None,
+            permit: None,
             cost: Cost::default(),
         }
+    }
+
+    /// The session of a shard fetched ahead in `slot` of its set.
+    pub(super) fn in_set(mut self, slot: Slot<'r>) -> Self {
+        self.slot = Some(slot);
+        self
     }
 
     pub(super) fn options(&self) -> &'r super::RemoteOptions {
         &self.remote.options
     }
 
-    fn remaining(&self) -> Result<Option<Duration>, RemoteError> {
-        match self.deadline {
-            None => Ok(None),
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Ok(Some(left)),
-                _ => Err(self.out_of_time()),
-            },
-        }
+    pub(super) fn deadline(&self) -> Deadline {
+        self.deadline
     }
 
-    fn out_of_time(&self) -> RemoteError {
-        RemoteError::new(
-            ErrorKind::Timeout,
-            format!(
-                "gave up after {} s, the time allowed for one file",
-                self.remote.options.total_timeout.as_secs_f64()
-            ),
-        )
+    /// The time left; `Err` once the deadline has passed or the set no longer wants this
+    /// shard.
+    fn remaining(&self) -> Result<Option<Duration>, RemoteError> {
+        if let Some(slot) = &self.slot {
+            slot.going_on()?;
+        }
+        self.deadline.remaining()
+    }
+
+    /// Hold `bytes` of header of the set's budget before reading them (once; no-op outside a
+    /// set).
+    pub(super) fn reserve(&mut self, bytes: u64) -> Result<(), RemoteError> {
+        if let (Some(slot), None) = (&self.slot, &self.permit) {
+            self.permit = Some(slot.reserve(bytes)?);
+        }
+        Ok(())
     }
 
     /// Send `method` for `url` with an optional inclusive byte range; follow redirects and
@@ -263,7 +332,7 @@ impl<'r> Session<'r> {
     fn wait(&self, d: Duration) -> Result<(), RemoteError> {
         if let Some(left) = self.remaining()? {
             if d >= left {
-                return Err(self.out_of_time());
+                return Err(self.deadline.passed());
             }
         }
         std::thread::sleep(d);
@@ -326,7 +395,10 @@ impl<'r> Session<'r> {
         let (kind, message, retryable) = match &e {
             ureq::Error::Timeout(t) => (
                 ErrorKind::Timeout,
-                format!("{at}{}", timeout_message(*t, self.options())),
+                format!(
+                    "{at}{}",
+                    timeout_message(*t, self.options(), &self.deadline)
+                ),
                 false,
             ),
             ureq::Error::HostNotFound => (
@@ -403,7 +475,10 @@ impl<'r> Session<'r> {
         if let Some(ureq::Error::Timeout(t)) = inner {
             return RemoteError::new(
                 ErrorKind::Timeout,
-                format!("{what}: {}", timeout_message(*t, self.options())),
+                format!(
+                    "{what}: {}",
+                    timeout_message(*t, self.options(), &self.deadline)
+                ),
             );
         }
         if let Some(u) = inner {
@@ -436,9 +511,9 @@ impl<'r> Session<'r> {
         self.remote.options.scrub(message)
     }
 
-    /// The body of `resp` as a reader that counts into this session's cost and enforces the
-    /// minimum transfer speed.
-    pub(super) fn reader<'s>(&'s mut self, resp: Response) -> Counted<'s> {
+    /// The body of `resp` as a reader that counts into this session's cost, enforces the
+    /// minimum transfer speed and the deadline, and stops when the set no longer wants it.
+    pub(super) fn reader<'s>(&'s mut self, resp: Response) -> Counted<'s, 'r> {
         let opts = &self.remote.options;
         Counted {
             inner: resp.body.into_reader(),
@@ -447,17 +522,44 @@ impl<'r> Session<'r> {
             window_bytes: 0,
             min_bytes: opts.min_speed_bytes,
             window: opts.min_speed_window,
+            deadline: self.deadline,
+            slot: self.slot,
+            gate: None,
         }
+    }
+
+    /// [`Session::reader`] for a body that is the file from its first byte: for a shard of
+    /// a set, its length field, once read, holds the header's bytes (at most `limit`) of the
+    /// set's budget before more is read.
+    pub(super) fn file_reader<'s>(&'s mut self, resp: Response, limit: u64) -> Counted<'s, 'r> {
+        let slot = self.slot.filter(|_| self.permit.is_none());
+        let permit = &mut self.permit;
+        let mut reader = Counted {
+            inner: resp.body.into_reader(),
+            bytes: &mut self.cost.bytes,
+            window_start: Instant::now(),
+            window_bytes: 0,
+            min_bytes: self.remote.options.min_speed_bytes,
+            window: self.remote.options.min_speed_window,
+            deadline: self.deadline,
+            slot: self.slot,
+            gate: None,
+        };
+        reader.gate = slot.map(|slot| Gate {
+            slot,
+            permit,
+            head: [0; 8],
+            seen: 0,
+            limit,
+        });
+        reader
     }
 }
 
 /// What a timeout of the client means, in the options' terms.
-fn timeout_message(t: ureq::Timeout, o: &super::RemoteOptions) -> String {
+fn timeout_message(t: ureq::Timeout, o: &super::RemoteOptions, deadline: &Deadline) -> String {
     match t {
-        ureq::Timeout::Global => format!(
-            "gave up after {} s, the time allowed for one file",
-            o.total_timeout.as_secs_f64()
-        ),
+        ureq::Timeout::Global => deadline.message(),
         ureq::Timeout::PerRead | ureq::Timeout::RecvBody => format!(
             "no data for {} s (the read timeout)",
             o.read_timeout.as_secs_f64()
@@ -481,21 +583,59 @@ struct Failed {
 }
 
 /// A response body that counts the bytes it delivers and fails when fewer than `min_bytes`
-/// arrived in a whole `window` (a slow drip that per-read timeouts do not catch).
-pub(super) struct Counted<'s> {
+/// arrived in a whole `window` (a slow drip that per-read timeouts do not catch), when the
+/// deadline has passed (a drip above that speed), or when its set no longer wants it.
+pub(super) struct Counted<'s, 'r> {
     inner: ureq::BodyReader<'static>,
     bytes: &'s mut u64,
     window_start: Instant,
     window_bytes: u64,
     min_bytes: u64,
     window: Duration,
+    deadline: Deadline,
+    slot: Option<Slot<'r>>,
+    gate: Option<Gate<'s, 'r>>,
 }
 
-impl Read for Counted<'_> {
+/// The length field of a shard's body, read on its way to the checker, and the share of the
+/// set's budget it takes.
+struct Gate<'s, 'r> {
+    slot: Slot<'r>,
+    permit: &'s mut Option<Permit<'r>>,
+    head: [u8; 8],
+    seen: usize,
+    limit: u64,
+}
+
+impl Read for Counted<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // The client's own deadline ends a read that waits; this one, a read that does not.
+        let over = match &self.slot {
+            Some(slot) => slot.going_on().and_then(|()| self.deadline.remaining()),
+            None => self.deadline.remaining(),
+        };
+        if let Err(e) = over {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, e.message));
+        }
         let k = self.inner.read(buf)?;
         *self.bytes += k as u64;
         self.window_bytes += k as u64;
+        if let Some(g) = &mut self.gate {
+            let n = (8 - g.seen).min(k);
+            g.head[g.seen..g.seen + n].copy_from_slice(&buf[..n]);
+            g.seen += n;
+            if g.seen == 8 {
+                let permit = g
+                    .slot
+                    .reserve(header_share(g.head, g.limit))
+                    .map_err(|e| io::Error::new(io::ErrorKind::TimedOut, e.message))?;
+                *g.permit = Some(permit);
+                self.gate = None;
+                // A wait for the budget is not the server's slowness.
+                self.window_start = Instant::now();
+                self.window_bytes = 0;
+            }
+        }
         if k > 0 && self.window_start.elapsed() >= self.window {
             if self.window_bytes < self.min_bytes {
                 return Err(io::Error::new(

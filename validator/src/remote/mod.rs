@@ -18,7 +18,20 @@
 //!   resolved as a sibling of the index's URL, so under the `INDEX-SHARD-NAME` rule no shard
 //!   can leave the index's directory or host, and checked like a file. A shard answered with
 //!   404 or 410 is `INDEX-SHARD-MISSING`; any other failure makes the set "could not check".
-//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is not checked remotely.
+//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is not checked remotely. Up to
+//!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time, within a budget
+//!   of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's check
+//!   in the index's order.
+//!
+//! # Deadlines
+//!
+//! Each address has one deadline for everything its check fetches:
+//! [`RemoteOptions::total_timeout`] (120 s) at the header level,
+//! [`RemoteOptions::stream_timeout`] (1 hour) for a deep check, which reads the data. For an
+//! index, the index and all its shards share it: a set of a thousand slow shards cannot take
+//! a thousand times as long. A deadline passed is an [`ErrorKind::Timeout`] error ("could
+//! not check"), never a verdict; so is a body slower than the minimum speed, which ends a
+//! stalled transfer long before the deadline.
 //!
 //! # A client for hostile servers
 //!
@@ -28,7 +41,7 @@
 //! (scheme, host and port) of the address the user gave, never after a redirect to another
 //! one; the token only when that origin is the Hugging Face endpoint's. They never appear in
 //! a message, and [`RemoteOptions`]'s `Debug` shows header names only. Every exchange has a
-//! connect timeout, a read timeout (the longest wait for any byte), and the file's total
+//! connect timeout, a read timeout (the longest wait for any byte), and the address's
 //! deadline; a body slower than [`RemoteOptions::min_speed_bytes`] per
 //! [`RemoteOptions::min_speed_window`] is dropped. 429 and 500/502/503/504 are retried up to
 //! [`RemoteOptions::max_retries`] times with exponential backoff, honouring a `Retry-After`
@@ -62,7 +75,7 @@ use crate::index::ShardOutcome;
 use crate::limits::Config;
 
 use address::{HfAddress, Origin, Url};
-use http::Session;
+use http::{Deadline, Session};
 
 /// The Hugging Face endpoint used when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
@@ -102,11 +115,13 @@ pub struct RemoteOptions {
     pub connect_timeout: Duration,
     /// Longest wait for any byte once connected. Default: 30 s.
     pub read_timeout: Duration,
-    /// Total time for one header-level check, or one index fetch: every request, redirect,
-    /// retry and wait included. Default: 120 s.
+    /// Total time for one header-level check: every request, redirect, retry and wait
+    /// included; for an index, the index and all its shards together. Default: 120 s.
     pub total_timeout: Duration,
-    /// Total time for one deep check (the whole body); `None` = no limit beyond the minimum
-    /// speed. Default: `None`.
+    /// Total time for one deep check, the whole body included; for an index, the index and
+    /// all its shards together. `None` = no limit beyond the minimum speed (a server that
+    /// sends just above it can then hold the check for as long as it likes). Default: 1 hour,
+    /// which takes a 50 GB file (the hub's largest) at 14 MB/s, a 5 GB shard at 1.4 MB/s.
     pub stream_timeout: Option<Duration>,
     /// A body that delivers fewer than this many bytes in a whole
     /// [`RemoteOptions::min_speed_window`] is dropped (a slow drip). Default: 1024.
@@ -125,6 +140,13 @@ pub struct RemoteOptions {
     /// Bytes asked for by the first range request of a header-level check; a header that
     /// fits costs one request. Default: 65,536.
     pub first_fetch: u64,
+    /// Most shards of an index fetched at the same time (at least 1); they are still handed
+    /// to the set's check, and reported, in the index's order. Default: 4.
+    pub max_concurrent_shards: usize,
+    /// Header bytes the shards of one set fetched ahead may hold together: a shard whose
+    /// header would pass it waits for the ones before it, so memory follows the largest
+    /// header plus this, not the number of shards fetched at once. Default: 16 MiB.
+    pub shard_header_budget: u64,
     headers: Vec<(String, String)>,
     hf_token: Option<String>,
     hf_endpoint: String,
@@ -137,7 +159,7 @@ impl Default for RemoteOptions {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
             total_timeout: Duration::from_secs(120),
-            stream_timeout: None,
+            stream_timeout: Some(Duration::from_secs(3600)),
             min_speed_bytes: 1024,
             min_speed_window: Duration::from_secs(30),
             max_redirects: 10,
@@ -145,6 +167,8 @@ impl Default for RemoteOptions {
             backoff: Duration::from_millis(250),
             max_retry_after: Duration::from_secs(10),
             first_fetch: 64 * 1024,
+            max_concurrent_shards: 4,
+            shard_header_budget: 16 << 20,
             headers: Vec::new(),
             hf_token: None,
             hf_endpoint: DEFAULT_HF_ENDPOINT.to_owned(),
@@ -168,6 +192,8 @@ impl fmt::Debug for RemoteOptions {
             .field("backoff", &self.backoff)
             .field("max_retry_after", &self.max_retry_after)
             .field("first_fetch", &self.first_fetch)
+            .field("max_concurrent_shards", &self.max_concurrent_shards)
+            .field("shard_header_budget", &self.shard_header_budget)
             .field(
                 "headers",
                 &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -328,7 +354,8 @@ pub enum ErrorKind {
     /// The response broke HTTP's promises: a body shorter or longer than announced, a range
     /// other than asked for, a content coding, a file that changed between requests.
     Response,
-    /// A shard of an index could not be checked.
+    /// A shard of an index could not be checked (for a reason other than time: a shard, or
+    /// the set, out of time is [`ErrorKind::Timeout`]).
     Shard,
 }
 
@@ -533,12 +560,17 @@ impl Remote {
             }
         };
         let is_index = fetch::names_index(&url);
-        let timeout = if is_index {
-            Some(self.options.total_timeout)
-        } else {
-            depth.timeout(&self.options)
+        // One deadline for everything the address needs: a file with its data, or an index
+        // with all its shards.
+        let what = match is_index {
+            true => Deadline::SET,
+            false => Deadline::FILE,
         };
-        let mut session = Session::new(self, &url, timeout);
+        let mut session = Session::new(
+            self,
+            &url,
+            Deadline::after(depth.timeout(&self.options), what),
+        );
         let outcome = if is_index {
             fetch::check_index(self, &mut session, &url, config, depth, on_shard)
         } else {

@@ -152,6 +152,9 @@ pub struct Logged {
     pub wrote_all: Option<bool>,
     /// Body bytes written before the end or the hang-up.
     pub body_written: u64,
+    /// When the request was read, and when its response ended (written or abandoned).
+    pub received: Instant,
+    pub ended: Option<Instant>,
 }
 
 type Handler = dyn Fn(&Request) -> Reply + Send + Sync;
@@ -324,6 +327,8 @@ fn serve_stream<S: Read + Write>(
                 peer_port: peer.port(),
                 wrote_all: None,
                 body_written: 0,
+                received: Instant::now(),
+                ended: None,
             });
             l.len() - 1
         };
@@ -333,6 +338,7 @@ fn serve_stream<S: Read + Write>(
             if let Some(e) = l.get_mut(index) {
                 e.wrote_all = Some(ok);
                 e.body_written = written;
+                e.ended = Some(Instant::now());
             }
         }
         if !ok || reply.close || reply.raw.is_some() || reply.length != Length::Auto {
@@ -407,13 +413,15 @@ fn write_reply<W: Write>(
 ) -> io::Result<()> {
     if let Some(raw) = &reply.raw {
         let (step, every) = reply.drip.unwrap_or((raw.len().max(1), Duration::ZERO));
-        for chunk in raw.chunks(step) {
+        for (i, chunk) in raw.chunks(step).enumerate() {
             if stop.load(Ordering::Relaxed) {
                 return Err(io::Error::other("stopped"));
             }
+            if i > 0 {
+                sleep_unless_stopped(every, stop);
+            }
             w.write_all(chunk)?;
             w.flush()?;
-            sleep_unless_stopped(every, stop);
         }
         return w.flush();
     }
@@ -447,14 +455,17 @@ fn write_reply<W: Write>(
             }
         }
         Some((step, every)) => {
-            for chunk in reply.body.chunks(step) {
+            // A wait between chunks, none after the last (the end is logged when it is sent).
+            for (i, chunk) in reply.body.chunks(step).enumerate() {
                 if stop.load(Ordering::Relaxed) {
                     return Err(io::Error::other("stopped"));
+                }
+                if i > 0 {
+                    sleep_unless_stopped(every, stop);
                 }
                 w.write_all(chunk)?;
                 w.flush()?;
                 *written += chunk.len() as u64;
-                sleep_unless_stopped(every, stop);
             }
         }
     }
@@ -526,6 +537,41 @@ pub fn corpus_files() -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// The most responses in progress at the same time among `log` entries that `pick` selects
+/// (by the interval from reading the request to the end of the response).
+pub fn most_at_once(log: &[Logged], pick: impl Fn(&Logged) -> bool) -> usize {
+    let mut edges: Vec<(Instant, i32)> = Vec::new();
+    for l in log.iter().filter(|l| pick(l)) {
+        edges.push((l.received, 1));
+        edges.push((l.ended.unwrap_or_else(Instant::now), -1));
+    }
+    // At the same instant an end comes before a start.
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// A file whose header declares one U8 tensor of `declared` bytes, with only `have` bytes of
+/// its data present: a body that a server can announce whole and send in part.
+pub fn declared_file(declared: u64, have: usize) -> (Vec<u8>, u64) {
+    let header = format!(
+        "{{\"w\":{{\"dtype\":\"U8\",\"shape\":[{declared}],\"data_offsets\":[0,{declared}]}}}}"
+    );
+    let mut header = header.into_bytes();
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header);
+    let total = out.len() as u64 + declared;
+    out.resize(out.len() + have, 0);
+    (out, total)
+}
+
 /// A valid file of one F32 tensor of `elements` zeros.
 pub fn zeros_file(elements: u64) -> Vec<u8> {
     let data = vec![0u8; (elements * 4) as usize];
@@ -548,6 +594,7 @@ pub fn test_options() -> stcheck::remote::RemoteOptions {
     o.connect_timeout = Duration::from_secs(5);
     o.read_timeout = Duration::from_secs(5);
     o.total_timeout = Duration::from_secs(20);
+    o.stream_timeout = Some(Duration::from_secs(20));
     o.backoff = Duration::from_millis(5);
     o.max_retry_after = Duration::from_secs(1);
     o
