@@ -866,3 +866,25 @@ fn library_walker_gives_identities_and_typed_reasons() {
     let e = open_regular(&repo.join("c.safetensors")).expect_err("a FIFO");
     assert!(matches!(e, NotChecked::NotRegular(FileKind::Fifo)), "{e:?}");
 }
+
+/// A path next to an option that checks nothing (`--explain`, `--help`, `--version`) is a usage
+/// error (exit 2), never exit 0 with the path unchecked (issue 19).
+#[test]
+fn a_path_next_to_explain_is_a_usage_error() {
+    let dir = tempdir("explain-path");
+    fs::write(dir.join("bad.safetensors"), REJECTED).expect("write");
+    for args in [
+        &["bad.safetensors", "--explain", "LAYOUT-GAP"][..],
+        &["--explain", "LAYOUT-GAP", "bad.safetensors"],
+        &["bad.safetensors", "--help"],
+        &["bad.safetensors", "--version"],
+    ] {
+        let out = run(&dir, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.contains("would not be checked"),
+            "{args:?}: {out:?}"
+        );
+    }
+    assert_eq!(run(&dir, &["--explain", "LAYOUT-GAP"]).code, 0);
+}

@@ -220,6 +220,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     let mut refusals_are_errors = false;
     let mut args = args.into_iter();
     let mut only_paths = false;
+    // --help, --version or --explain: they print and check nothing.
+    let mut info: Option<(&str, Command)> = None;
     while let Some(arg) = args.next() {
         if only_paths {
             o.paths.push(arg);
@@ -271,8 +273,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         }
         match name {
             "--" => only_paths = true,
-            "-h" | "--help" => return Ok(Command::Help),
-            "-V" | "--version" => return Ok(Command::Version),
+            "-h" | "--help" => {
+                info.get_or_insert(("--help", Command::Help));
+            }
+            "-V" | "--version" => {
+                info.get_or_insert(("--version", Command::Version));
+            }
             "--json" => o.format = Format::Json,
             "--format" => {
                 let v = value("text, json or sarif")?;
@@ -288,7 +294,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--no-progress" => o.progress = ProgressMode::Never,
             "--explain" => {
                 let v = value("a rule ID")?;
-                return Ok(Command::Explain(rule_arg("--explain", &v)?));
+                let rule = rule_arg("--explain", &v)?;
+                info.get_or_insert(("--explain", Command::Explain(rule)));
             }
             "--deny" => {
                 for id in value("a rule ID")?.split(',') {
@@ -389,6 +396,18 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             }
             _ => return Err(format!("unknown option {name} (see --help)")),
         }
+    }
+    if let Some((option, command)) = info {
+        // A gate that runs `stcheck model.safetensors --explain RULE` must not pass: the path
+        // would not be checked.
+        if let Some(p) = o.paths.first() {
+            return Err(format!(
+                "{option} checks nothing, so a PATH next to it ({}) would not be checked; run \
+                 {option} on its own",
+                super::render::show(std::path::Path::new(p))
+            ));
+        }
+        return Ok(command);
     }
     match (mmap, no_mmap, stream) {
         (_, true, true) => return Err("--no-mmap and --stream exclude each other".to_owned()),
@@ -575,6 +594,23 @@ mod tests {
         assert!(e.contains("NAME-CONTROL, NAME-EMPTY"), "{e}");
         assert!(run(&["--deny", "NAME-PATH", "--allow", "NAME-PATH", "a"]).is_err());
         assert!(run(&["--deny-nonfinite", "--allow", "DATA-NONFINITE", "a"]).is_err());
+    }
+
+    #[test]
+    fn modes_that_check_nothing_refuse_a_path() {
+        for args in [
+            &["bad.safetensors", "--explain", "LAYOUT-GAP"][..],
+            &["--explain", "LAYOUT-GAP", "bad.safetensors"],
+            &["bad.safetensors", "--help"],
+            &["-V", "bad.safetensors"],
+        ] {
+            let e = parse(args.iter().map(OsString::from)).expect_err("a usage error");
+            assert!(e.contains("would not be checked"), "{args:?}: {e}");
+        }
+        assert!(matches!(
+            parse(["--help"].map(OsString::from)),
+            Ok(Command::Help)
+        ));
     }
 
     #[test]
