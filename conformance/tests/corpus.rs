@@ -284,7 +284,7 @@ fn strict_agrees_with_every_index_case() {
         checked += 1;
         let path = corpus_dir().join(corpus::case_path(r));
         let bytes = fs::read(&path).expect("index file");
-        let source = stcheck::index::FsSource::for_index(&path);
+        let source = stcheck_gate::shards::FsSource::for_index(&path);
         let report = match stcheck::index::check_index(&bytes, &source, &config) {
             Ok(rep) => rep,
             Err(e) => {

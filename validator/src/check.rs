@@ -217,6 +217,15 @@ impl<'a> Checker<'a> {
         self.0.finish()
     }
 
+    /// [`Checker::finish`], with every verdict the configuration asks for: a reference verdict
+    /// ([`Config::reference`]) that could not be computed (a header above
+    /// [`crate::reference::MAX_MEMBERS`], a length never declared) is a [`crate::ReadError`],
+    /// never the strict verdict in its place.
+    pub fn try_finish(self) -> Result<Checked<'a>, crate::ReadError> {
+        let wants = self.0.config.reference;
+        crate::source::require_reference(self.0.finish(), wants)
+    }
+
     /// Whether the checker has the header and is at the data region, which a source may then
     /// hand over whole ([`Checker::feed_region`]).
     pub(crate) fn at_data(&self) -> bool {

@@ -343,9 +343,16 @@ impl ReadError {
     }
 
     /// A stable code for machines, finer than the kind where the cause is known (the codes of
-    /// [`crate::fs::NotChecked::code`], or the kind's name).
+    /// the gate's file-system policy, or the kind's name).
     pub fn code(&self) -> &'static str {
         self.code
+    }
+
+    /// The same error with a finer machine code than its kind's name (the file-system policy
+    /// of a gate names why a path was not checked: `"dangling_link"`, `"fifo"`, ...).
+    pub fn with_code(mut self, code: &'static str) -> Self {
+        self.code = code;
+        self
     }
 
     /// Whether the path was not checked by policy or by its nature (a special file, a link
@@ -398,31 +405,6 @@ impl std::error::Error for ReadError {
         self.source
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<crate::fs::NotChecked> for ReadError {
-    fn from(n: crate::fs::NotChecked) -> Self {
-        use crate::fs::NotChecked as N;
-        let kind = match &n {
-            N::NotRegular(_) => ReadErrorKind::NotRegular,
-            N::LinkLeavesRoot { .. } | N::DirLinkLeavesRoot { .. } => {
-                ReadErrorKind::LinkNotFollowed
-            }
-            N::DanglingLink { .. } => ReadErrorKind::NotFound,
-            N::LinkLoop | N::DirectoryLoop { .. } => ReadErrorKind::Loop,
-            N::Changed => ReadErrorKind::Changed,
-            N::Empty { .. } => ReadErrorKind::Empty,
-            N::Io(_) => ReadErrorKind::Io,
-        };
-        let code = n.code();
-        match n {
-            N::Io(e) => ReadError::io(e),
-            other => ReadError {
-                code,
-                ..ReadError::new(kind, other.to_string())
-            },
-        }
     }
 }
 

@@ -44,28 +44,20 @@ pub mod deep;
 mod dtype;
 mod error;
 mod frame;
-pub mod fs;
 mod header;
 pub mod index;
 #[doc(hidden)]
 pub mod internal;
 mod json;
-pub mod json_out;
 pub mod limits;
 mod magic;
 mod names;
 pub mod portable;
 pub mod reference;
-#[cfg(feature = "remote")]
-pub mod remote;
 mod report;
 mod rules;
-pub mod sarif;
 mod size;
 mod source;
-pub mod spec;
-pub mod target;
-pub mod wire;
 pub mod write;
 
 pub use check::{check_header_bytes, Checked, Checker, Need};

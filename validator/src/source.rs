@@ -190,11 +190,11 @@ pub fn check_file_with<T>(
                 return Err(changed());
             }
             let checked = unchanged(Checker::check_slice_with(config, &bytes, progress))?;
-            Ok(f(require_reference(checked, config)?))
+            Ok(f(require_reference(checked, config.reference)?))
         }
         ReadMode::Read => {
             let checked = unchanged(read_at(file, config, len, progress)?)?;
-            Ok(f(require_reference(checked, config)?))
+            Ok(f(require_reference(checked, config.reference)?))
         }
         ReadMode::Stream => {
             let checked = stream(&mut &*file, config, Some(len), progress)?;
@@ -399,6 +399,11 @@ fn stream<R: Read + ?Sized>(
             (&mut reader).take(n).read_to_end(&mut head)?;
         }
     }
+    // A header too large for the reference crate: the check would end not checked whatever
+    // the rest holds, so it ends now (nothing more is read or held).
+    if let Err(why) = crate::reference::admit(head.get(LENGTH_FIELD..).unwrap_or(&[])) {
+        return Err(ReadError::new(ReadErrorKind::TooLarge, why));
+    }
     let decisive = decisive_len(&head, n, config);
     // The strict check, fed the bytes read so far and then the rest of the stream.
     let strict = Config {
@@ -438,7 +443,7 @@ fn stream<R: Read + ?Sized>(
     if went_on {
         checked.file_len = None;
     }
-    require_reference(checked, config)
+    require_reference(checked, config.reference)
 }
 
 /// A reader that counts the bytes it gave and remembers that it ended.
@@ -490,14 +495,14 @@ fn decisive_len(head: &[u8], n: u64, config: &Config) -> u64 {
 /// A check asked for the reference verdict must give it: a source that could not run the
 /// crate (a sparse temporary file that could not be made, a header the checker did not read)
 /// has not checked the file, rather than giving the strict verdict in its place.
-pub(crate) fn require_reference<'b>(
-    checked: Checked<'b>,
-    config: &Config,
-) -> Result<Checked<'b>, ReadError> {
-    if let (true, Some(why)) = (config.reference, &checked.reference_refused) {
+pub(crate) fn require_reference(
+    checked: Checked<'_>,
+    wanted: bool,
+) -> Result<Checked<'_>, ReadError> {
+    if let (true, Some(why)) = (wanted, &checked.reference_refused) {
         return Err(ReadError::new(ReadErrorKind::TooLarge, why.clone()));
     }
-    if config.reference && checked.reference.is_none() {
+    if wanted && checked.reference.is_none() {
         return Err(ReadError::new(
             ReadErrorKind::Io,
             "the reference verdict could not be computed: the reference crate could not be \

@@ -128,7 +128,7 @@ mod lib {
             Ok(b) => b,
             Err(e) => return Answer::Io(format!("{}: {e}", path.display())),
         };
-        let source = stcheck::index::FsSource::for_index(path);
+        let source = stcheck_gate::shards::FsSource::for_index(path);
         let report = match stcheck::index::check_index(&bytes, &source, &config) {
             Ok(r) => r,
             Err(e) => return Answer::Io(e.to_string()),

@@ -1,0 +1,19 @@
+//! `stcheck-gate`: where a gate's bytes come from and what it refuses, around the verdicts of
+//! the core (`stcheck`).
+//!
+//! - [`fs`]: the file-system policy: regular files only, opened without blocking on FIFOs and
+//!   devices, links followed only inside the directory named, and the walker;
+//! - [`shards`]: the shards of an index on disk ([`shards::FsSource`]);
+//! - [`remote`] (feature `remote`, on by default): files and sets on an HTTP(S) server or the
+//!   Hugging Face hub, checked with range requests;
+//! - [`target`]: how a target is shown (credentials never are);
+//! - [`walk`]: the command line's PATH arguments as a list of targets.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fs;
+#[cfg(feature = "remote")]
+pub mod remote;
+pub mod shards;
+pub mod target;
+pub mod walk;

@@ -1,0 +1,659 @@
+//! Checking files on an HTTP(S) server without downloading them (feature `remote`, on by
+//! default).
+//!
+//! [`Remote::check`] takes `http://`, `https://` and `hf://org/repo[@revision]/path`
+//! addresses and gives, for each, the same strict verdict, rule and offset as the local check
+//! of the same bytes, or a "could not check" error, and what it cost:
+//!
+//! - **Header level** ([`Depth::Header`]): one range request for the first
+//!   [`RemoteOptions::first_fetch`] bytes (64 KiB), a second for the rest of the header only
+//!   if it is longer; the file's length from `Content-Range` (or `Content-Length`, or a
+//!   `HEAD` when the server gives neither), so `DATA-TRUNCATED` and `DATA-TRAILING` are
+//!   decided without the data. A server that ignores `Range` and sends the whole file (200)
+//!   is read only as far as needed, and the connection dropped.
+//! - **Deep** ([`Depth::Deep`]): the body is streamed once, in bounded memory, through the
+//!   streaming validator with the deep scan (and SHA-256 if asked).
+//! - **Sharded checkpoints**: a URL whose last segment ends in `.safetensors.index.json` is
+//!   an index: it is fetched (at most one byte past the header limit), and each shard is
+//!   resolved as a sibling of the index's URL, so under the `INDEX-SHARD-NAME` rule no shard
+//!   can leave the index's directory or host, and checked like a file. A shard answered with
+//!   404 or 410 is `INDEX-SHARD-MISSING`; any other failure makes the set "could not check".
+//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is not checked remotely. Up to
+//!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time, within a budget
+//!   of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's check
+//!   in the index's order.
+//!
+//! # Deadlines
+//!
+//! Each address has one deadline for everything its check fetches:
+//! [`RemoteOptions::total_timeout`] (120 s) at the header level,
+//! [`RemoteOptions::stream_timeout`] (1 hour) for a deep check, which reads the data. For an
+//! index, the index and all its shards share it: a set of a thousand slow shards cannot take
+//! a thousand times as long. A deadline passed is an [`ErrorKind::Timeout`] error ("could
+//! not check"), never a verdict; so is a body slower than the minimum speed, which ends a
+//! stalled transfer long before the deadline.
+//!
+//! # A client for hostile servers
+//!
+//! Redirects are followed by hand, up to [`RemoteOptions::max_redirects`], with a loop
+//! detected as soon as a URL comes round again. Credentials (the extra headers of
+//! [`RemoteOptions::header`] and the `HF_TOKEN` bearer token) are sent only to the origin
+//! (scheme, host and port) of the address the user gave, never after a redirect to another
+//! one; the token only when that origin is the Hugging Face endpoint's. They never appear in
+//! a message, and [`RemoteOptions`]'s `Debug` shows header names only. Every exchange has a
+//! connect timeout, a read timeout (the longest wait for any byte), and the address's
+//! deadline; a body slower than [`RemoteOptions::min_speed_bytes`] per
+//! [`RemoteOptions::min_speed_window`] is dropped. 429 and 500/502/503/504 are retried up to
+//! [`RemoteOptions::max_retries`] times with exponential backoff, honouring a `Retry-After`
+//! of at most [`RemoteOptions::max_retry_after`] (a longer one gives up at once). A body
+//! shorter or longer than announced, a range other than the one asked for, a content coding,
+//! a file that changes between two requests, any other status: each is an [`RemoteError`]
+//! with a clear message, never a verdict.
+//!
+//! The client is `ureq` 3 with rustls (ring) and the webpki roots; no proxy is configured
+//! beyond what `ureq` reads from the usual environment variables (`HTTPS_PROXY`, `NO_PROXY`,
+//! ...). To trust another CA (a mirror with its own), pass a PEM bundle holding it *and* the
+//! public roots you still want with [`RemoteOptions::ca_bundle_pem`]; it replaces the
+//! built-in roots, as curl's `--cacert` does.
+//!
+//! Every call into the validator library is in one private module (`verdict`).
+
+mod address;
+mod fetch;
+mod http;
+mod shards;
+mod verdict;
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use stcheck::index::IndexReport;
+use stcheck::index::ShardOutcome;
+use stcheck::Checked;
+use stcheck::Config;
+
+use address::{HfAddress, Origin, Url};
+use http::{Deadline, Session};
+
+/// The Hugging Face endpoint used when `HF_ENDPOINT` is not set.
+pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
+
+/// Header names that frame the exchange and cannot be given as extra headers.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "range",
+    "accept-encoding",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+];
+
+/// Bytes a header value may hold as text: printable ASCII, space and tab.
+fn header_value_byte(b: u8) -> bool {
+    b == b'\t' || (b' '..=b'~').contains(&b)
+}
+
+/// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
+/// any case), as opposed to a local path.
+pub fn is_url(arg: &str) -> bool {
+    crate::target::is_url(arg)
+}
+
+/// Options of the client. `RemoteOptions::default()` has no credentials and the hub at
+/// [`DEFAULT_HF_ENDPOINT`]; [`RemoteOptions::from_env`] reads `HF_TOKEN` and `HF_ENDPOINT`.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RemoteOptions {
+    /// Longest time to open a connection (name lookup, TCP and TLS). Default: 10 s.
+    pub connect_timeout: Duration,
+    /// Longest wait for any byte once connected. Default: 30 s.
+    pub read_timeout: Duration,
+    /// Total time for one header-level check: every request, redirect, retry and wait
+    /// included; for an index, the index and all its shards together. Default: 120 s.
+    pub total_timeout: Duration,
+    /// Total time for one deep check, the whole body included; for an index, the index and
+    /// all its shards together. `None` = no limit beyond the minimum speed (a server that
+    /// sends just above it can then hold the check for as long as it likes). Default: 1 hour,
+    /// which takes a 50 GB file (the hub's largest) at 14 MB/s, a 5 GB shard at 1.4 MB/s.
+    pub stream_timeout: Option<Duration>,
+    /// A body that delivers fewer than this many bytes in a whole
+    /// [`RemoteOptions::min_speed_window`] is dropped (a slow drip). Default: 1024.
+    pub min_speed_bytes: u64,
+    /// See [`RemoteOptions::min_speed_bytes`]. Default: 30 s.
+    pub min_speed_window: Duration,
+    /// Most redirects followed for one request. Default: 10.
+    pub max_redirects: u32,
+    /// Most retries of one request after 429, 500, 502, 503, 504 or a failed connection.
+    /// Default: 3.
+    pub max_retries: u32,
+    /// First backoff; each retry doubles it, up to 8 times this. Default: 250 ms.
+    pub backoff: Duration,
+    /// Longest `Retry-After` honoured; a server asking for more is given up on. Default: 10 s.
+    pub max_retry_after: Duration,
+    /// Bytes asked for by the first range request of a header-level check; a header that
+    /// fits costs one request. Default: 65,536.
+    pub first_fetch: u64,
+    /// Most shards of an index fetched at the same time (at least 1); they are still handed
+    /// to the set's check, and reported, in the index's order. Default: 4.
+    pub max_concurrent_shards: usize,
+    /// Header bytes the shards of one set fetched ahead may hold together: a shard whose
+    /// header would pass it waits for the ones before it, so memory follows the largest
+    /// header plus this, not the number of shards fetched at once. Default: 16 MiB.
+    pub shard_header_budget: u64,
+    headers: Vec<(String, String)>,
+    hf_token: Option<String>,
+    hf_endpoint: String,
+    ca_bundle: Option<Vec<u8>>,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(120),
+            stream_timeout: Some(Duration::from_secs(3600)),
+            min_speed_bytes: 1024,
+            min_speed_window: Duration::from_secs(30),
+            max_redirects: 10,
+            max_retries: 3,
+            backoff: Duration::from_millis(250),
+            max_retry_after: Duration::from_secs(10),
+            first_fetch: 64 * 1024,
+            max_concurrent_shards: 4,
+            shard_header_budget: 16 << 20,
+            headers: Vec::new(),
+            hf_token: None,
+            hf_endpoint: DEFAULT_HF_ENDPOINT.to_owned(),
+            ca_bundle: None,
+        }
+    }
+}
+
+impl fmt::Debug for RemoteOptions {
+    /// Header names, never values; whether a token is set, never the token.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .field("stream_timeout", &self.stream_timeout)
+            .field("min_speed_bytes", &self.min_speed_bytes)
+            .field("min_speed_window", &self.min_speed_window)
+            .field("max_redirects", &self.max_redirects)
+            .field("max_retries", &self.max_retries)
+            .field("backoff", &self.backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("first_fetch", &self.first_fetch)
+            .field("max_concurrent_shards", &self.max_concurrent_shards)
+            .field("shard_header_budget", &self.shard_header_budget)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("hf_token", &self.hf_token.as_ref().map(|_| "<set>"))
+            .field("hf_endpoint", &self.hf_endpoint)
+            .field("ca_bundle", &self.ca_bundle.as_ref().map(Vec::len))
+            .finish()
+    }
+}
+
+impl RemoteOptions {
+    /// The defaults, plus `HF_TOKEN` (sent only to the Hugging Face endpoint) and
+    /// `HF_ENDPOINT` (the endpoint, default [`DEFAULT_HF_ENDPOINT`]) from the environment.
+    pub fn from_env() -> Self {
+        let mut o = Self::default();
+        if let Ok(t) = std::env::var("HF_TOKEN") {
+            if !t.trim().is_empty() {
+                o.hf_token = Some(t.trim().to_owned());
+            }
+        }
+        if let Ok(e) = std::env::var("HF_ENDPOINT") {
+            if !e.trim().is_empty() {
+                o.hf_endpoint = e.trim().to_owned();
+            }
+        }
+        o
+    }
+
+    /// Add a header sent with every request to the origin of the address being checked
+    /// (never after a redirect to another origin). The value is treated as a secret. Errors
+    /// for a name that is not an HTTP token, a header that frames the exchange (`Host`,
+    /// `Range`, `Accept-Encoding`, ...), or a value with a control character.
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, RemoteError> {
+        let setup = |m: &str| RemoteError::new(ErrorKind::Setup, m);
+        let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token_byte) {
+            return Err(setup(
+                "a header name must be an HTTP token (letters, digits, -)",
+            ));
+        }
+        let lower = name.to_ascii_lowercase();
+        if RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(setup("this header frames the exchange and cannot be set"));
+        }
+        if !value.bytes().all(header_value_byte) {
+            return Err(setup(
+                "a header value must be printable ASCII (no control or non-ASCII character)",
+            ));
+        }
+        self.headers.push((lower, value.trim().to_owned()));
+        Ok(self)
+    }
+
+    /// Set (or clear) the Hugging Face token.
+    pub fn hf_token(mut self, token: Option<&str>) -> Self {
+        self.hf_token = token.map(str::to_owned);
+        self
+    }
+
+    /// Set the Hugging Face endpoint (`HF_ENDPOINT`): scheme, host and optional path prefix.
+    pub fn hf_endpoint(mut self, endpoint: &str) -> Self {
+        self.hf_endpoint = endpoint.to_owned();
+        self
+    }
+
+    /// Trust the CA certificates of this PEM bundle instead of the built-in roots.
+    pub fn ca_bundle_pem(mut self, pem: Vec<u8>) -> Self {
+        self.ca_bundle = Some(pem);
+        self
+    }
+
+    /// The wait before retry number `n` (1-based).
+    fn backoff(&self, n: u32) -> Duration {
+        let factor = 1u32 << n.saturating_sub(1).min(3);
+        self.backoff.saturating_mul(factor)
+    }
+
+    /// `message` with every credential value replaced.
+    fn scrub(&self, message: &str) -> String {
+        let mut out = message.to_owned();
+        let secrets = self
+            .headers
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .chain(self.hf_token.as_deref());
+        for s in secrets {
+            if s.len() >= 4 {
+                out = out.replace(s, "<redacted>");
+            }
+        }
+        out
+    }
+}
+
+/// How much of a file to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// The header with range requests, the data region's length from the file's length.
+    Header,
+    /// The whole body streamed once: the strict verdict and the deep scan.
+    Deep {
+        /// Compute the SHA-256 of the file in the same pass.
+        sha256: bool,
+    },
+}
+
+impl Depth {
+    fn timeout(self, o: &RemoteOptions) -> Option<Duration> {
+        match self {
+            Depth::Header => Some(o.total_timeout),
+            Depth::Deep { .. } => o.stream_timeout,
+        }
+    }
+}
+
+/// What checking one address cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Cost {
+    /// HTTP requests sent, redirects and retries included.
+    pub requests: u32,
+    /// Response body bytes received (headers not counted).
+    pub bytes: u64,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Requests repeated after 429, 5xx or a failed connection.
+    pub retries: u32,
+}
+
+impl Cost {
+    fn add(&mut self, other: &Cost) {
+        self.requests = self.requests.saturating_add(other.requests);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.redirects = self.redirects.saturating_add(other.redirects);
+        self.retries = self.retries.saturating_add(other.retries);
+    }
+}
+
+/// The kind of a [`RemoteError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The address cannot be used (not a URL, user information in it, a bad `hf://` path).
+    Address,
+    /// The options cannot be used (a bad header, a CA bundle without certificates).
+    Setup,
+    /// The server answered with a status that is not the file: 4xx, 5xx (after retries), or
+    /// another unexpected one. [`RemoteError::http_status`] gives it.
+    Status,
+    /// A redirect loop, too many redirects, or a redirect without a usable target.
+    Redirect,
+    /// A deadline passed, or the body was slower than the minimum speed.
+    Timeout,
+    /// The connection failed or broke.
+    Network,
+    /// The TLS handshake failed (an untrusted certificate, a wrong host name, ...).
+    Tls,
+    /// The response broke HTTP's promises: a body shorter or longer than announced, a range
+    /// other than asked for, a content coding, a file that changed between requests.
+    Response,
+    /// A shard of an index could not be checked (for a reason other than time: a shard, or
+    /// the set, out of time is [`ErrorKind::Timeout`]).
+    Shard,
+}
+
+/// Why an address could not be checked: says nothing about the file's validity. The message
+/// never holds a credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteError {
+    kind: ErrorKind,
+    status: Option<u16>,
+    message: String,
+}
+
+impl RemoteError {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        RemoteError {
+            kind,
+            status: None,
+            message: message.into(),
+        }
+    }
+
+    fn status(status: u16, message: impl Into<String>) -> Self {
+        RemoteError {
+            kind: ErrorKind::Status,
+            status: Some(status),
+            message: message.into(),
+        }
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The HTTP status, for [`ErrorKind::Status`].
+    pub fn http_status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "could not check: {}", self.message)
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// The verdict on one file.
+#[derive(Debug)]
+pub struct FileCheck {
+    /// The file's length, as the server announced it (or as streamed).
+    pub size: u64,
+    /// The one checker's result: the same as the local check of the same bytes (with
+    /// [`Depth::Deep`], the deep scan and the hash too).
+    pub checked: Checked<'static>,
+}
+
+/// The verdict on a sharded checkpoint.
+#[derive(Debug)]
+pub struct IndexCheck {
+    /// The set's report, as the local check gives it.
+    pub report: IndexReport,
+    /// What each shard cost, by the name the index gives it, in the order checked.
+    pub shards: Vec<(String, Cost)>,
+}
+
+/// What an address held.
+#[derive(Debug)]
+pub enum Found {
+    /// A safetensors file.
+    File(Box<FileCheck>),
+    /// An index and its shards.
+    Index(Box<IndexCheck>),
+}
+
+/// The result of [`Remote::check`].
+#[derive(Debug)]
+pub struct UrlCheck {
+    /// The address as given, for display: user information removed, a query shown as `?...`.
+    pub url: String,
+    /// The `http(s)` URL requested (differs from [`UrlCheck::url`] for `hf://`), for display.
+    pub resolved: Option<String>,
+    /// The verdict, or why there is none (exit 2 in the command line).
+    pub outcome: Result<Found, RemoteError>,
+    /// Requests and bytes, over the index and its shards for an index.
+    pub cost: Cost,
+}
+
+/// A client that checks files by URL. Cheap to share between threads (`&Remote` is `Sync`).
+pub struct Remote {
+    agent: ureq::Agent,
+    options: RemoteOptions,
+    hf_endpoint: Url,
+    hf_origin: Origin,
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Remote {
+    /// A client with these options. Errors for an unusable `HF_ENDPOINT` or CA bundle.
+    pub fn new(options: RemoteOptions) -> Result<Remote, RemoteError> {
+        let hf_endpoint = Url::parse(options.hf_endpoint.trim()).map_err(|e| {
+            RemoteError::new(ErrorKind::Setup, format!("the Hugging Face endpoint: {e}"))
+        })?;
+        let hf_origin = hf_endpoint.origin();
+        if let Some(t) = &options.hf_token {
+            if !t.bytes().all(header_value_byte) {
+                return Err(RemoteError::new(
+                    ErrorKind::Setup,
+                    "the Hugging Face token holds a character not allowed in a header",
+                ));
+            }
+        }
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(pem) = &options.ca_bundle {
+            let mut certs = Vec::new();
+            for item in ureq::tls::parse_pem(pem) {
+                match item {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+                    Ok(_) => {}
+                    Err(_) => {
+                        return Err(RemoteError::new(
+                            ErrorKind::Setup,
+                            "the CA bundle is not valid PEM",
+                        ))
+                    }
+                }
+            }
+            if certs.is_empty() {
+                return Err(RemoteError::new(
+                    ErrorKind::Setup,
+                    "the CA bundle holds no certificate",
+                ));
+            }
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(format!("stcheck/{}", env!("CARGO_PKG_VERSION")))
+            .timeout_resolve(Some(options.connect_timeout))
+            .timeout_connect(Some(options.connect_timeout))
+            .timeout_per_read(Some(options.read_timeout))
+            // A response head dripped a byte at a time: bounded even without a deadline.
+            .timeout_send_request(Some(options.total_timeout))
+            .timeout_recv_response(Some(options.total_timeout))
+            .timeout_per_write(Some(options.read_timeout))
+            .max_idle_connections_per_host(16)
+            .tls_config(tls.build())
+            .build()
+            .new_agent();
+        Ok(Remote {
+            agent,
+            options,
+            hf_endpoint,
+            hf_origin,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &RemoteOptions {
+        &self.options
+    }
+
+    /// Check the file or index at `address` (`http://`, `https://` or `hf://`) under `config`.
+    /// Never panics; a server's misbehaviour is an `Err` outcome, never a verdict.
+    pub fn check(&self, address: &str, config: &Config, depth: Depth) -> UrlCheck {
+        self.check_with(address, config, depth, &mut |_, _| {})
+    }
+
+    /// [`Remote::check`], handing each shard of an index to `on_shard` as it is checked (as
+    /// [`stcheck::index::check_index_with`] does), for output.
+    pub fn check_with(
+        &self,
+        address: &str,
+        config: &Config,
+        depth: Depth,
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+    ) -> UrlCheck {
+        let shown = crate::target::shown_url(address);
+        let url = match self.resolve(address) {
+            Ok(u) => u,
+            Err(e) => {
+                return UrlCheck {
+                    url: shown,
+                    resolved: None,
+                    outcome: Err(e),
+                    cost: Cost::default(),
+                }
+            }
+        };
+        let is_index = fetch::names_index(&url);
+        // One deadline for everything the address needs: a file with its data, or an index
+        // with all its shards.
+        let what = match is_index {
+            true => Deadline::SET,
+            false => Deadline::FILE,
+        };
+        let mut session = Session::new(
+            self,
+            &url,
+            Deadline::after(depth.timeout(&self.options), what),
+        );
+        let outcome = if is_index {
+            fetch::check_index(self, &mut session, &url, config, depth, on_shard)
+        } else {
+            fetch::check_file(&mut session, &url, config, depth).map(|f| Found::File(Box::new(f)))
+        };
+        let outcome = outcome.map_err(|e| RemoteError {
+            message: self.options.scrub(&e.message),
+            ..e
+        });
+        UrlCheck {
+            url: shown,
+            resolved: Some(url.shown()),
+            outcome,
+            cost: session.cost,
+        }
+    }
+
+    fn resolve(&self, address: &str) -> Result<Url, RemoteError> {
+        let bad = |e: String| RemoteError::new(ErrorKind::Address, e);
+        if address
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("hf://"))
+        {
+            let hf = HfAddress::parse(address).map_err(bad)?;
+            hf.resolve_url(&self.hf_endpoint).map_err(bad)
+        } else {
+            Url::parse(address).map_err(bad)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_debug_and_scrub_hide_values() {
+        let o = RemoteOptions::default()
+            .header("X-Api-Key", "s3cret-value")
+            .expect("a valid header")
+            .hf_token(Some("hf_tokentoken"));
+        let d = format!("{o:?}");
+        assert!(!d.contains("s3cret") && !d.contains("tokentoken"), "{d}");
+        assert!(d.contains("x-api-key"));
+        assert_eq!(
+            o.scrub("a s3cret-value and hf_tokentoken"),
+            "a <redacted> and <redacted>"
+        );
+        assert!(RemoteOptions::default()
+            .header("Range", "bytes=0-")
+            .is_err());
+        assert!(RemoteOptions::default().header("X-A", "a\r\nb").is_err());
+        assert!(RemoteOptions::default().header("X A", "a").is_err());
+    }
+
+    #[test]
+    fn backoff_doubles_and_stops_growing() {
+        let o = RemoteOptions::default();
+        let ms: Vec<u128> = (1..=6).map(|n| o.backoff(n).as_millis()).collect();
+        assert_eq!(ms, [250, 500, 1000, 2000, 2000, 2000]);
+    }
+
+    #[test]
+    fn a_client_is_shared_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Remote>();
+        send_sync::<UrlCheck>();
+    }
+
+    #[test]
+    fn bad_credentials_are_refused_up_front() {
+        for v in ["a\u{e9}", "a\nb", "\u{7f}"] {
+            assert!(RemoteOptions::default().header("X-A", v).is_err(), "{v:?}");
+            let e = Remote::new(RemoteOptions::default().hf_token(Some(v))).expect_err("token");
+            assert_eq!(e.kind(), ErrorKind::Setup);
+            assert!(!e.message().contains(v));
+        }
+        assert!(Remote::new(RemoteOptions::default().hf_endpoint("ftp://x")).is_err());
+    }
+
+    #[test]
+    fn recognises_addresses() {
+        assert!(is_url("HTTPS://x/y") && is_url("hf://o/r/f") && is_url("http://x"));
+        assert!(!is_url("./http://x") && !is_url("model.safetensors") && !is_url("hf:/x"));
+    }
+}

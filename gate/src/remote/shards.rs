@@ -1,0 +1,592 @@
+//! The shards of an index fetched by URL: a [`ShardSource`] whose files are the index's
+//! siblings on the same server, fetched a few at a time ahead of the checker, under the one
+//! deadline of the set.
+//!
+//! The checker ([`stcheck::index::check_index_with`]) asks for the shards one after another, in
+//! the index's order, and hands each result on as it comes. Here a planner walks the index
+//! for the same names in the same order and queues at most `window` of them; up to
+//! [`RemoteOptions::max_concurrent_shards`](super::RemoteOptions::max_concurrent_shards)
+//! workers fetch the queued ones, and the checker takes each result from the queue when it
+//! asks for it. Nothing is fetched before the checker asks for its first shard (an index it
+//! rejects costs no shard request), and nothing more once it is done or has failed.
+//!
+//! Memory follows the headers, not the number of workers: a shard holds its header's length
+//! of a budget ([`RemoteOptions::shard_header_budget`](super::RemoteOptions::shard_header_budget))
+//! from the moment the length is known until the checker has taken its result; a shard that
+//! would pass the budget waits, except the one the checker wants next.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::address::Url;
+use super::fetch;
+use super::http::{Deadline, Session};
+use super::{Cost, Depth, ErrorKind, Remote, RemoteError};
+use stcheck::index::{check_shard_name, IndexReport, ShardOutcome, ShardSource};
+use stcheck::Checked;
+use stcheck::Config;
+use stcheck::{ReadError, ReadErrorKind};
+
+/// How long the checker waits for a worker past the deadline before giving up by itself (a
+/// worker's own error, which says what it was doing, normally comes first).
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Shards next to an index URL. Each is checked like a file named by URL (header-level or
+/// deep, as asked), all under the set's deadline.
+pub(super) struct RemoteShards<'r> {
+    remote: &'r Remote,
+    index: Url,
+    depth: Depth,
+    shared: Shared,
+    /// What each shard handed to the checker cost, in the order checked.
+    costs: Mutex<Vec<(String, Cost)>>,
+    /// The kind of the failure that ended the set's check, if one did.
+    failure: Mutex<Option<ErrorKind>>,
+}
+
+/// What the planner, the workers and the checker share.
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    /// The check of the set is over: nothing more is fetched, fetches under way stop.
+    over: AtomicBool,
+    deadline: Deadline,
+    /// Header bytes the shards fetched ahead may hold together.
+    budget: u64,
+    /// The most shards queued (waiting, being fetched, or fetched and not yet taken).
+    window: usize,
+}
+
+#[derive(Default)]
+struct State {
+    /// The checker asked for its first shard: the index is accepted, fetching may start.
+    started: bool,
+    /// The planner has queued every name it will.
+    planned: bool,
+    /// Workers running.
+    workers: usize,
+    /// In the index's order; the front is the shard the checker wants next.
+    queue: VecDeque<Entry>,
+    next_id: u64,
+    /// Header bytes held by the shards fetched ahead.
+    held: u64,
+    /// What fetches whose result was not used cost.
+    unused: Cost,
+}
+
+struct Entry {
+    id: u64,
+    name: String,
+    state: EntryState,
+}
+
+enum EntryState {
+    Waiting,
+    Fetching,
+    Done(Box<Fetched>),
+}
+
+/// One shard's check, as a worker leaves it for the checker.
+struct Fetched {
+    result: Result<Checked<'static>, RemoteError>,
+    cost: Cost,
+    /// Header bytes of the budget held until the checker has handed the result on.
+    held: u64,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Wait for a change, at most until `until`; `false` once `until` has passed.
+    fn wait<'g>(
+        &self,
+        guard: MutexGuard<'g, State>,
+        until: Option<Instant>,
+    ) -> (MutexGuard<'g, State>, bool) {
+        match until {
+            None => (
+                self.changed
+                    .wait(guard)
+                    .unwrap_or_else(PoisonError::into_inner),
+                true,
+            ),
+            Some(t) => match t.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => {
+                    let (g, _) = self
+                        .changed
+                        .wait_timeout(guard, left)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    (g, true)
+                }
+                _ => (guard, false),
+            },
+        }
+    }
+
+    fn release(&self, bytes: u64) {
+        if bytes > 0 {
+            let mut st = self.lock();
+            st.held = st.held.saturating_sub(bytes);
+            drop(st);
+            self.changed.notify_all();
+        }
+    }
+
+    fn end(&self) {
+        let st = self.lock();
+        self.over.store(true, Ordering::Relaxed);
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+/// A shard fetched ahead: its place in its set's queue.
+#[derive(Clone, Copy)]
+pub(super) struct Slot<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl<'a> Slot<'a> {
+    /// `Err` once the set no longer wants this shard (its check is over or failed).
+    pub(super) fn going_on(&self) -> Result<(), RemoteError> {
+        if self.shared.over.load(Ordering::Relaxed) {
+            return Err(ended());
+        }
+        Ok(())
+    }
+
+    /// Hold `bytes` of header of the set's budget; wait while that would pass the budget,
+    /// unless this is the shard the checker wants next.
+    pub(super) fn reserve(&self, bytes: u64) -> Result<Permit<'a>, RemoteError> {
+        let shared = self.shared;
+        let mut st = shared.lock();
+        loop {
+            if shared.over.load(Ordering::Relaxed) {
+                return Err(ended());
+            }
+            let Some(pos) = st.queue.iter().position(|e| e.id == self.id) else {
+                return Err(ended());
+            };
+            if pos == 0 || st.held.saturating_add(bytes) <= shared.budget {
+                st.held = st.held.saturating_add(bytes);
+                return Ok(Permit { shared, bytes });
+            }
+            let (g, in_time) = shared.wait(st, shared.deadline.at());
+            st = g;
+            if !in_time {
+                return Err(shared.deadline.passed());
+            }
+        }
+    }
+}
+
+/// Header bytes held of a set's budget, given back when dropped.
+pub(super) struct Permit<'a> {
+    shared: &'a Shared,
+    bytes: u64,
+}
+
+impl Permit<'_> {
+    /// The bytes, still held, for the checker to give back.
+    fn keep(mut self) -> u64 {
+        std::mem::take(&mut self.bytes)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.shared.release(self.bytes);
+    }
+}
+
+/// The share of a set's budget a shard takes for the length field `field`: the header's
+/// length, or nothing for a header above `limit`, which is rejected before it is read.
+pub(super) fn header_share(field: [u8; 8], limit: u64) -> u64 {
+    match u64::from_le_bytes(field) {
+        n if n > limit => 0,
+        n => n,
+    }
+}
+
+fn ended() -> RemoteError {
+    RemoteError::new(ErrorKind::Shard, "the check of the set ended")
+}
+
+/// Counts a worker out when it ends, however it ends.
+struct Leaving<'a>(&'a Shared);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        st.workers = st.workers.saturating_sub(1);
+        drop(st);
+        self.0.changed.notify_all();
+    }
+}
+
+/// Ends the set's fetching when the check ends, however it ends.
+struct Ending<'a>(&'a Shared);
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// Marks the plan complete when the planner ends, however it ends.
+struct Planned<'a>(&'a Shared);
+
+impl Drop for Planned<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        st.planned = true;
+        drop(st);
+        self.0.changed.notify_all();
+    }
+}
+
+impl<'r> RemoteShards<'r> {
+    /// The shards of the index at `index`, all under `deadline`.
+    pub(super) fn new(remote: &'r Remote, index: Url, depth: Depth, deadline: Deadline) -> Self {
+        let workers = remote.options.max_concurrent_shards.max(1);
+        RemoteShards {
+            remote,
+            index,
+            depth,
+            shared: Shared {
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                over: AtomicBool::new(false),
+                deadline,
+                budget: remote.options.shard_header_budget,
+                window: workers.saturating_mul(2),
+            },
+            costs: Mutex::new(Vec::new()),
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// The kind of the failure that ended the check, if a shard's did: a deadline passed
+    /// (the set's) is [`ErrorKind::Timeout`].
+    pub(super) fn failure(&self) -> Option<ErrorKind> {
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Check the set whose index holds `index`: the planner and the workers run while the
+    /// checker does, and stop when it is done.
+    pub(super) fn check(
+        &self,
+        index: &[u8],
+        config: &Config,
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+    ) -> Result<IndexReport, ReadError> {
+        let workers = self.remote.options.max_concurrent_shards.max(1);
+        std::thread::scope(|s| {
+            let planner = std::thread::Builder::new()
+                .name("stcheck-shard-plan".into())
+                .spawn_scoped(s, || self.plan(index, config));
+            if planner.is_err() {
+                lock(&self.shared.state).planned = true;
+            }
+            for _ in 0..workers {
+                lock(&self.shared.state).workers += 1;
+                let spawned = std::thread::Builder::new()
+                    .name("stcheck-shard".into())
+                    .spawn_scoped(s, || self.work(config));
+                if spawned.is_err() {
+                    lock(&self.shared.state).workers -= 1;
+                    break;
+                }
+            }
+            // However the check ends, the planner and the workers stop with it.
+            let _end = Ending(&self.shared);
+            super::verdict::index_verdict(index, self, config, on_shard)
+        })
+    }
+
+    /// What each shard cost, in the order they were checked, and what fetches whose result
+    /// was not used cost (a shard under way when the set failed).
+    pub(super) fn into_costs(self) -> (Vec<(String, Cost)>, Cost) {
+        let unused = lock(&self.shared.state).unused;
+        let costs = self
+            .costs
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        (costs, unused)
+    }
+
+    /// Queue the names the checker will ask for, in its order, as room comes.
+    fn plan(&self, index: &[u8], config: &Config) {
+        let shared = &self.shared;
+        let _planned = Planned(shared);
+        {
+            let mut st = shared.lock();
+            while !st.started && !shared.over.load(Ordering::Relaxed) {
+                st = shared.wait(st, None).0;
+            }
+        }
+        // Distinct names, as the checker takes them; a hash collision only leaves a name
+        // unplanned (the checker then fetches it itself).
+        let hasher = std::collections::hash_map::RandomState::new();
+        let mut seen = HashSet::new();
+        stcheck::index::visit_shard_names(index, config, &mut |name| {
+            if check_shard_name(name).is_err() || !seen.insert(hasher.hash_one(name)) {
+                return ControlFlow::Continue(());
+            }
+            let mut st = shared.lock();
+            while st.queue.len() >= shared.window {
+                if shared.over.load(Ordering::Relaxed) {
+                    return ControlFlow::Break(());
+                }
+                st = shared.wait(st, None).0;
+            }
+            if shared.over.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            let id = st.next_id;
+            st.next_id += 1;
+            st.queue.push_back(Entry {
+                id,
+                name: name.to_owned(),
+                state: EntryState::Waiting,
+            });
+            drop(st);
+            shared.changed.notify_all();
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// Fetch queued shards until the plan is done or the set is over.
+    fn work(&self, config: &Config) {
+        let shared = &self.shared;
+        let _leaving = Leaving(shared);
+        loop {
+            let (id, name) = {
+                let mut st = shared.lock();
+                loop {
+                    if shared.over.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    if let Some(next) = take_waiting(&mut st) {
+                        break next;
+                    }
+                    if st.planned {
+                        return;
+                    }
+                    st = shared.wait(st, None).0;
+                }
+            };
+            let fetched = self.fetch(&name, config, Some(Slot { shared, id }));
+            self.leave(id, fetched);
+        }
+    }
+
+    /// Put a worker's result in its entry (or count it as unused when the entry is gone).
+    fn leave(&self, id: u64, fetched: Fetched) {
+        let shared = &self.shared;
+        let mut st = shared.lock();
+        let unused = match st.queue.iter_mut().find(|e| e.id == id) {
+            Some(e) => {
+                e.state = EntryState::Done(Box::new(fetched));
+                None
+            }
+            None => {
+                st.held = st.held.saturating_sub(fetched.held);
+                st.unused.add(&fetched.cost);
+                Some(fetched)
+            }
+        };
+        drop(st);
+        shared.changed.notify_all();
+        drop(unused);
+    }
+
+    /// One shard's check at `name`, in `slot` of the queue or (`None`) on the checker's own
+    /// thread.
+    fn fetch(&self, name: &str, config: &Config, slot: Option<Slot<'_>>) -> Fetched {
+        let url = self.index.sibling(name);
+        debug_assert_eq!(url.origin(), self.index.origin());
+        let mut session = Session::new(self.remote, &url, self.shared.deadline);
+        if let Some(slot) = slot {
+            session = session.in_set(slot);
+        }
+        let result = fetch::check_file(&mut session, &url, config, self.depth);
+        let held = session.permit.take().map_or(0, Permit::keep);
+        Fetched {
+            result: result.map(|f| f.checked),
+            cost: session.cost,
+            held,
+        }
+    }
+
+    /// The result for `name`, the shard the checker asks for: from the queue (waiting for a
+    /// worker if need be), or fetched here when it was not planned.
+    fn take(&self, name: &str, config: &Config) -> Fetched {
+        let shared = &self.shared;
+        let mut st = shared.lock();
+        if !st.started {
+            st.started = true;
+            shared.changed.notify_all();
+        }
+        let give_up = shared.deadline.at().and_then(|t| t.checked_add(GRACE));
+        loop {
+            if let Some(pos) = st.queue.iter().position(|e| e.name == name) {
+                // Names planned before it that the checker skipped: dropped.
+                for e in st.queue.drain(..pos).collect::<Vec<_>>() {
+                    if let EntryState::Done(f) = e.state {
+                        st.held = st.held.saturating_sub(f.held);
+                        st.unused.add(&f.cost);
+                    }
+                }
+                shared.changed.notify_all();
+                break;
+            }
+            if !st.queue.is_empty() || st.planned {
+                // Not planned (or already dropped): fetched here.
+                drop(st);
+                return self.fetch(name, config, None);
+            }
+            let (g, in_time) = shared.wait(st, give_up);
+            st = g;
+            if !in_time {
+                return timed_out(shared);
+            }
+        }
+        // The front is the shard asked for.
+        loop {
+            let workers = st.workers;
+            let front = st.queue.front().map(|e| match e.state {
+                EntryState::Done(_) => Front::Done,
+                EntryState::Waiting => Front::Waiting(e.id),
+                EntryState::Fetching => Front::Fetching,
+            });
+            match front {
+                Some(Front::Done) => {
+                    if let Some(Entry {
+                        state: EntryState::Done(f),
+                        ..
+                    }) = st.queue.pop_front()
+                    {
+                        drop(st);
+                        shared.changed.notify_all();
+                        return *f;
+                    }
+                }
+                Some(Front::Waiting(id)) if workers == 0 => {
+                    // No worker left to take it: fetched here, in its slot.
+                    if let Some(e) = st.queue.front_mut() {
+                        e.state = EntryState::Fetching;
+                    }
+                    drop(st);
+                    let fetched = self.fetch(name, config, Some(Slot { shared, id }));
+                    self.leave(id, fetched);
+                    st = shared.lock();
+                }
+                Some(Front::Fetching) if workers == 0 => {
+                    // A worker ended without leaving its result (it cannot, short of a bug).
+                    return Fetched {
+                        result: Err(RemoteError::new(
+                            ErrorKind::Shard,
+                            "the fetch of this shard ended without a result",
+                        )),
+                        cost: Cost::default(),
+                        held: 0,
+                    };
+                }
+                Some(_) => {
+                    let (g, in_time) = shared.wait(st, give_up);
+                    st = g;
+                    if !in_time {
+                        return timed_out(shared);
+                    }
+                }
+                None => {
+                    drop(st);
+                    return self.fetch(name, config, None);
+                }
+            }
+        }
+    }
+}
+
+/// The state of the front of the queue.
+enum Front {
+    Done,
+    Waiting(u64),
+    Fetching,
+}
+
+/// The first queued shard no worker has taken, now taken.
+fn take_waiting(st: &mut State) -> Option<(u64, String)> {
+    if !st.started {
+        return None;
+    }
+    let e = st
+        .queue
+        .iter_mut()
+        .find(|e| matches!(e.state, EntryState::Waiting))?;
+    e.state = EntryState::Fetching;
+    Some((e.id, e.name.clone()))
+}
+
+fn timed_out(shared: &Shared) -> Fetched {
+    Fetched {
+        result: Err(shared.deadline.passed()),
+        cost: Cost::default(),
+        held: 0,
+    }
+}
+
+impl ShardSource for RemoteShards<'_> {
+    /// A server has no directory listing: `INDEX-SHARD-UNLISTED` cannot be checked remotely.
+    fn list(&self) -> Result<Vec<String>, ReadError> {
+        Ok(Vec::new())
+    }
+
+    /// `name` has passed `check_shard_name` (a plain file name), so its URL is in the index's
+    /// directory on the index's origin by construction.
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        let fetched = self.take(name, config);
+        // Given back once the result has been handed on.
+        let _held = Permit {
+            shared: &self.shared,
+            bytes: fetched.held,
+        };
+        self.costs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((name.to_owned(), fetched.cost));
+        match fetched.result {
+            Ok(checked) => {
+                f(checked);
+                Ok(())
+            }
+            // The remote form of "no such file".
+            Err(e)
+                if e.kind() == ErrorKind::Status && matches!(e.http_status(), Some(404 | 410)) =>
+            {
+                Err(ReadError::new(ReadErrorKind::NotFound, e.message()))
+            }
+            Err(e) => {
+                *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.kind());
+                Err(ReadError::new(ReadErrorKind::Io, e.message()))
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! How a target the user named is shown: the one place that turns an address into the text
+//! every output (the text lines, JSON Lines, SARIF, standard error, the Python package's
+//! records and exceptions) prints for it.
+//!
+//! An address may carry credentials: user information (`https://user:secret@host/...`), a
+//! presigned query (`?X-Amz-Signature=...`), a fragment. What is shown has the user
+//! information removed, the query replaced by `?...` and the fragment dropped; control
+//! characters are removed and the rest is escaped as names are ([`stcheck::escape`]). A path
+//! is shown escaped ([`crate::fs::display_path`]).
+
+/// The schemes an argument is taken as an address for (any case).
+const SCHEMES: [&str; 3] = ["http://", "https://", "hf://"];
+
+/// Whether `arg` is an address (`http://`, `https://`, `hf://`, any case), as opposed to a
+/// local path.
+pub fn is_url(arg: &str) -> bool {
+    SCHEMES.iter().any(|p| {
+        arg.get(..p.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(p))
+    })
+}
+
+/// The address `arg` as every output shows it: [`redacted_url`], escaped like a name.
+/// Applying it twice gives the same text.
+pub fn shown_url(arg: &str) -> String {
+    stcheck::escape(&redacted_url(arg)).into_owned()
+}
+
+/// The address `arg` without what may be secret: user information removed, a query shown as
+/// `?...`, the fragment dropped, control characters removed (not escaped: for a SARIF URI,
+/// which percent-encodes it).
+pub fn redacted_url(arg: &str) -> String {
+    let s: String = arg.chars().filter(|c| !c.is_control()).collect();
+    let s = s.split('#').next().unwrap_or("");
+    let (s, had_query) = match s.split_once('?') {
+        Some((a, _)) => (a, true),
+        None => (s, false),
+    };
+    let mut out = match s.split_once("://") {
+        Some((scheme, rest)) => {
+            let auth_end = rest.find('/').unwrap_or(rest.len());
+            let (auth, path) = rest.split_at(auth_end);
+            let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+            format!("{scheme}://{host}{path}")
+        }
+        None => s.to_owned(),
+    };
+    if had_query {
+        out.push_str("?...");
+    }
+    out
+}
+
+/// `message` with every occurrence of `arg`'s secrets (its user information, its query and
+/// fragment) replaced by what [`shown_url`] shows: for messages of lower layers that quote an
+/// address as it was given.
+pub fn scrub_url_in(message: &str, arg: &str) -> String {
+    let mut out = message.to_owned();
+    if let Some((_, rest)) = arg.split_once("://") {
+        let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some((user, _)) = rest[..auth_end].rsplit_once('@') {
+            if !user.is_empty() {
+                out = out.replace(&format!("{user}@"), "");
+                for part in user.split(':').filter(|p| p.len() >= 3) {
+                    out = out.replace(part, "<redacted>");
+                }
+            }
+        }
+    }
+    if let Some(i) = arg.find(['?', '#']) {
+        let secret = &arg[i + 1..];
+        if secret.len() >= 3 {
+            out = out.replace(secret, "...");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_no_secret() {
+        assert_eq!(
+            shown_url("https://u:hunter2@h/x?sig=1#f"),
+            "https://h/x?..."
+        );
+        assert_eq!(shown_url("hf://org/repo/x"), "hf://org/repo/x");
+        assert_eq!(shown_url("http://h/a#frag"), "http://h/a");
+        assert_eq!(
+            shown_url(&shown_url("https://u:p@h/x?s=1")),
+            "https://h/x?..."
+        );
+        assert_eq!(shown_url("https://h/a\u{7}b"), "https://h/ab");
+    }
+
+    #[test]
+    fn scrubs_messages() {
+        let arg = "http://user:secret@h/x.safetensors?X-Amz-Signature=abc123";
+        let m = format!("could not connect to {arg}");
+        let s = scrub_url_in(&m, arg);
+        assert!(!s.contains("secret") && !s.contains("abc123"), "{s}");
+    }
+}

@@ -1,0 +1,112 @@
+//! Turning the PATH arguments into a list of jobs, with the file-system policy of
+//! [`crate::fs`]: a path named on the command line is taken as given (a link is followed, to a
+//! regular file or a directory); below a directory, what looks like a checkpoint is either a
+//! job or reported as not checked.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use crate::fs::{checkpoint_kind, Checkpoint, FileKind, LinkPolicy, NotChecked, WalkEntry, Walker};
+
+/// One unit of work, in output order.
+#[derive(Debug)]
+pub enum Job {
+    /// A safetensors file.
+    File(PathBuf),
+    /// A `*.safetensors.index.json` and its shards, with the directory named on the command
+    /// line that it was found under (its shards' links must stay inside it), if any.
+    Index(PathBuf, Option<PathBuf>),
+    /// Standard input.
+    Stdin,
+    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`).
+    Url(String),
+    /// A path that looks like a checkpoint (or a directory that could hold one, or a
+    /// directory with nothing to check) that is not checked: a failure of the run.
+    NotChecked(PathBuf, stcheck::ReadError),
+    /// A path that could not be read while walking.
+    WalkError(PathBuf, io::Error),
+}
+
+/// What a path named on the command line is.
+enum Named {
+    Stdin,
+    Url(String),
+    Dir(PathBuf),
+    /// A regular file, or a path that cannot be stat'ed: the check reports the error in order.
+    File(PathBuf),
+    Special(PathBuf, FileKind),
+}
+
+/// Expand the command-line paths into jobs.
+pub fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) -> Vec<Job> {
+    let named: Vec<Named> = paths
+        .iter()
+        .map(|p| {
+            if p == "-" {
+                return Named::Stdin;
+            }
+            if let Some(url) = p.to_str().filter(|s| crate::target::is_url(s)) {
+                return Named::Url(url.to_owned());
+            }
+            let path = PathBuf::from(p);
+            match fs::metadata(&path).map(|m| FileKind::of(m.file_type())) {
+                Ok(FileKind::Directory) => Named::Dir(path),
+                Ok(FileKind::Regular) | Err(_) => Named::File(path),
+                Ok(kind) => Named::Special(path, kind),
+            }
+        })
+        .collect();
+    let mut walker =
+        Walker::new(LinkPolicy::confined().follow_outside(follow_links)).allow_empty(allow_empty);
+    for n in &named {
+        if let Named::Dir(d) = n {
+            walker.declare_root(d);
+        }
+    }
+    let mut jobs = Vec::new();
+    for n in named {
+        match n {
+            Named::Stdin => jobs.push(Job::Stdin),
+            Named::Url(url) => jobs.push(Job::Url(url)),
+            Named::File(path) => {
+                let is_index = path
+                    .file_name()
+                    .is_some_and(|n| checkpoint_kind(n) == Some(Checkpoint::Index));
+                jobs.push(if is_index {
+                    Job::Index(path, None)
+                } else {
+                    Job::File(path)
+                });
+            }
+            Named::Special(path, kind) => {
+                jobs.push(Job::NotChecked(path, NotChecked::NotRegular(kind).into()));
+            }
+            Named::Dir(root) => {
+                for entry in walker.walk(&root) {
+                    jobs.push(match entry {
+                        WalkEntry::Checkpoint {
+                            path,
+                            kind: Checkpoint::Safetensors,
+                            ..
+                        } => Job::File(path),
+                        WalkEntry::Checkpoint {
+                            path,
+                            kind: Checkpoint::Index,
+                            ..
+                        } => Job::Index(path, Some(root.clone())),
+                        WalkEntry::NotChecked {
+                            path,
+                            reason: NotChecked::Io(e),
+                        } => Job::WalkError(path, e),
+                        WalkEntry::NotChecked { path, reason } => {
+                            Job::NotChecked(path, reason.into())
+                        }
+                    });
+                }
+            }
+        }
+    }
+    jobs
+}

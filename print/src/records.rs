@@ -1,0 +1,926 @@
+//! The JSON output schema, as types: the records `stcheck --json` writes (one per line,
+//! `{"type": ..., "data": ...}`) and the Python package's `to_dict()` returns. One type per
+//! record, so the schema has one source; `docs/json-output.md` describes these types and a test
+//! keeps the two in step.
+//!
+//! Records borrow from the [`Checked`] result they describe and serialize lazily (the tensor
+//! list and the metadata are written as they are read from the report), so writing the record
+//! of a file with a million tensors needs no memory for the output. Write them with
+//! [`write_line`], which also escapes U+0085, U+2028 and U+2029 ([`crate::json_out`]) so that
+//! no line splitter can cut a record in two.
+
+use std::io::{self, Write};
+
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+
+use stcheck::deep::DeepReport;
+use stcheck::index::IndexReport;
+use stcheck::reference::Verdict;
+use stcheck::Checked;
+use stcheck::ReadMode;
+use stcheck::Severity;
+use stcheck::{DtypeTotal, Report};
+use stcheck::{Error, Finding, ReadError};
+
+/// Whose verdict decides a file's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Profile {
+    /// The rules of SPEC.md.
+    Strict,
+    /// The verdict of the reference crate (`safetensors` 0.8.0).
+    Reference,
+    /// Strict, and read the same way by every reader of the reader table chosen
+    /// ([`stcheck::Config::portable`]).
+    Portable,
+}
+
+impl Profile {
+    /// `"strict"` or `"reference"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Strict => "strict",
+            Profile::Reference => "reference",
+            Profile::Portable => "portable",
+        }
+    }
+}
+
+/// A record's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Checked and valid.
+    Valid,
+    /// Checked and invalid.
+    Invalid,
+    /// Could not be checked: never valid.
+    IoError,
+}
+
+impl Status {
+    /// `"valid"`, `"invalid"` or `"io_error"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::IoError => "io_error",
+        }
+    }
+}
+
+/// What a file record shows besides the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Whose verdict decides.
+    pub profile: Profile,
+    /// Include `tensor_list` and `metadata` (`-v`).
+    pub verbose: bool,
+    /// How the bytes were obtained (`mode`); `None` for bytes handed over in memory.
+    pub mode: Option<ReadMode>,
+    /// The bytes came from an HTTP(S) server (`mode` is then `"remote"`).
+    pub remote: bool,
+}
+
+impl Options {
+    /// Strict, not verbose, the given read mode.
+    pub fn new(mode: Option<ReadMode>) -> Self {
+        Options {
+            profile: Profile::Strict,
+            verbose: false,
+            mode,
+            remote: false,
+        }
+    }
+
+    /// Bytes fetched from an HTTP(S) server.
+    pub fn remote(mut self) -> Self {
+        self.remote = true;
+        self
+    }
+
+    fn mode_name(&self) -> Option<&'static str> {
+        if self.remote {
+            Some("remote")
+        } else {
+            self.mode.map(ReadMode::as_str)
+        }
+    }
+
+    /// Set the profile.
+    pub fn profile(mut self, p: Profile) -> Self {
+        self.profile = p;
+        self
+    }
+
+    /// Set verbosity.
+    pub fn verbose(mut self, yes: bool) -> Self {
+        self.verbose = yes;
+        self
+    }
+}
+
+/// A finding: `{"rule", "kind", "severity", "promoted_warning", "offset", "offset_in",
+/// "tensor", "shard", "message", "cause"}`.
+#[derive(Debug, Clone, Copy)]
+pub struct FindingRecord<'a> {
+    finding: &'a Finding,
+    /// Reported as an error (a promoted warning is then marked).
+    as_error: bool,
+}
+
+impl<'a> FindingRecord<'a> {
+    /// A warning.
+    pub fn warning(finding: &'a Finding) -> Self {
+        FindingRecord {
+            finding,
+            as_error: false,
+        }
+    }
+    /// An error.
+    pub fn error(e: &'a Error) -> Self {
+        FindingRecord {
+            finding: e.finding(),
+            as_error: true,
+        }
+    }
+    /// A finding reported as an error.
+    pub fn error_finding(finding: &'a Finding) -> Self {
+        FindingRecord {
+            finding,
+            as_error: true,
+        }
+    }
+}
+
+impl Serialize for FindingRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.finding;
+        let severity = f.rule().severity();
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("rule", f.rule().id())?;
+        m.serialize_entry("kind", f.kind().as_str())?;
+        m.serialize_entry(
+            "severity",
+            if self.as_error {
+                "error"
+            } else {
+                severity.as_str()
+            },
+        )?;
+        m.serialize_entry(
+            "promoted_warning",
+            &(self.as_error && severity == Severity::Warning),
+        )?;
+        m.serialize_entry("offset", &f.offset())?;
+        m.serialize_entry("offset_in", f.location().as_str())?;
+        m.serialize_entry("tensor", &f.tensor())?;
+        m.serialize_entry("shard", &f.shard())?;
+        m.serialize_entry("message", f.message())?;
+        m.serialize_entry("cause", &f.cause().map(FindingRecord::error))?;
+        m.end()
+    }
+}
+
+struct Totals<'a>(&'a [DtypeTotal]);
+
+impl Serialize for Totals<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0 {
+            seq.serialize_element(&TotalRecord {
+                dtype: t.dtype.name(),
+                tensors: t.tensors,
+                parameters: t.parameters,
+                bytes: t.bytes,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TotalRecord {
+    dtype: &'static str,
+    tensors: u64,
+    parameters: u64,
+    bytes: u64,
+}
+
+/// The kept warnings of a report.
+struct Warnings<'a>(&'a [Finding]);
+
+impl Serialize for Warnings<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(FindingRecord::warning))
+    }
+}
+
+/// `{"RULE": count}` of every rule that warned.
+struct Counts<'a>(&'a Report<'a>);
+
+impl Serialize for Counts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.warning_counts().map(|(r, n)| (r.id(), n)))
+    }
+}
+
+/// The tensors of a report, written as they are read.
+struct TensorList<'a>(&'a Report<'a>);
+
+impl Serialize for TensorList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0.tensors() {
+            seq.serialize_element(&TensorRecord {
+                name: t.name,
+                dtype: t.dtype.name(),
+                shape: t.shape,
+                data_offsets: [t.begin, t.end],
+                file_offsets: [t.file_begin, t.file_end],
+                elements: t.elements,
+                header_offset: t.header_offset,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct TensorRecord<'a> {
+    name: &'a str,
+    dtype: &'static str,
+    shape: &'a [u64],
+    data_offsets: [u64; 2],
+    file_offsets: [u64; 2],
+    elements: u64,
+    header_offset: u64,
+}
+
+/// The `__metadata__` map, written as it is read (`null` when absent or null).
+struct MetadataMap<'a>(&'a Report<'a>);
+
+impl Serialize for MetadataMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.metadata_form() != stcheck::MetadataForm::Map {
+            return s.serialize_none();
+        }
+        s.collect_map(self.0.metadata())
+    }
+}
+
+struct Deep<'a> {
+    report: &'a Report<'a>,
+    deep: Option<&'a DeepReport>,
+    sha256: Option<&'a [u8; 32]>,
+}
+
+impl Serialize for Deep<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("bytes_scanned", &self.deep.map(|d| d.bytes_scanned))?;
+        m.serialize_entry("sha256", &self.sha256.map(|h| hex(h)))?;
+        let list: Vec<NonFinite<'_>> = self
+            .deep
+            .map(|d| {
+                d.non_finite
+                    .iter()
+                    .map(|t| NonFinite {
+                        tensor: self.report.tensor_at(t.index).map_or("", |x| x.name),
+                        dtype: t.dtype.name(),
+                        nan: t.nan,
+                        pos_inf: t.pos_inf,
+                        neg_inf: t.neg_inf,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        m.serialize_entry("non_finite", &list)?;
+        m.serialize_entry(
+            "non_finite_tensors",
+            &self.deep.map_or(0, |d| d.non_finite_tensors),
+        )?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct NonFinite<'a> {
+    tensor: &'a str,
+    dtype: &'static str,
+    nan: u64,
+    pos_inf: u64,
+    neg_inf: u64,
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The reference crate's verdict: `{"verdict", "message", "tensors", "parameters",
+/// "divergence"}`.
+struct ReferenceRecord<'a> {
+    verdict: &'a Verdict,
+    divergence: Option<&'static str>,
+}
+
+impl Serialize for ReferenceRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(5))?;
+        match self.verdict {
+            Verdict::Accept(ts) => {
+                m.serialize_entry("verdict", "accept")?;
+                m.serialize_entry("message", &None::<&str>)?;
+                m.serialize_entry("tensors", &Some(ts.len()))?;
+                m.serialize_entry("parameters", &Some(reference_parameters(ts)))?;
+                m.serialize_entry("divergence", &self.divergence)?;
+            }
+            Verdict::Reject(msg) | Verdict::Panic(msg) => {
+                let v = if matches!(self.verdict, Verdict::Reject(_)) {
+                    "reject"
+                } else {
+                    "panic"
+                };
+                m.serialize_entry("verdict", v)?;
+                m.serialize_entry("message", msg)?;
+                m.serialize_entry("tensors", &None::<u64>)?;
+                m.serialize_entry("parameters", &None::<u64>)?;
+                m.serialize_entry("divergence", &None::<&str>)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Total elements of the reference's tensors (saturating).
+pub fn reference_parameters(ts: &[stcheck::reference::RefTensor]) -> u64 {
+    ts.iter().fold(0u64, |a, t| {
+        a.saturating_add(t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d)))
+    })
+}
+
+/// Per-dtype parameters of the reference's tensors, in order of first appearance.
+pub fn reference_totals(ts: &[stcheck::reference::RefTensor]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for t in ts {
+        let p = t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d));
+        match out.iter_mut().find(|(d, _)| *d == t.dtype) {
+            Some((_, n)) => *n = n.saturating_add(p),
+            None => out.push((t.dtype.clone(), p)),
+        }
+    }
+    out
+}
+
+/// The status of a checked set under `profile`.
+pub fn index_status(report: &IndexReport, profile: Profile) -> Status {
+    let portable_ok = profile != Profile::Portable
+        || report
+            .portable()
+            .is_none_or(stcheck::portable::PortableReport::is_portable);
+    if report.is_valid() && portable_ok {
+        Status::Valid
+    } else {
+        Status::Invalid
+    }
+}
+
+/// The status of a checked file under `profile`.
+pub fn file_status(checked: &Checked<'_>, profile: Profile) -> Status {
+    let ok = match (profile, &checked.reference) {
+        (Profile::Reference, Some(v)) => v.accepts(),
+        (Profile::Portable, _) => {
+            checked.verdict.is_ok()
+                && checked
+                    .portable
+                    .as_ref()
+                    .is_none_or(stcheck::portable::PortableReport::is_portable)
+        }
+        _ => checked.verdict.is_ok(),
+    };
+    if ok {
+        Status::Valid
+    } else {
+        Status::Invalid
+    }
+}
+
+/// Why the strict profile and the reference disagree on a file the reference loads.
+pub fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
+    match (&checked.verdict, &checked.reference) {
+        (Err(e), Some(Verdict::Accept(_))) => e.rule().reference_divergence(),
+        _ => None,
+    }
+}
+
+/// The record of one checked file (`"type": "file"`), or of one shard inside an index record
+/// (then with `name`).
+#[derive(Debug, Clone, Copy)]
+pub struct FileRecord<'a> {
+    path: &'a str,
+    name: Option<&'a str>,
+    checked: &'a Checked<'a>,
+    options: Options,
+    remote: Option<RemoteInfo<'a>>,
+}
+
+/// What checking a file by URL cost: `{"requests", "bytes", "redirects", "retries"}` (bytes
+/// of response bodies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RemoteCost {
+    /// HTTP requests sent, redirects and retries included.
+    pub requests: u32,
+    /// Bytes of response bodies received.
+    pub bytes: u64,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Requests retried after a 429 or 5xx.
+    pub retries: u32,
+}
+
+impl RemoteCost {
+    /// A cost.
+    pub fn new(requests: u32, bytes: u64, redirects: u32, retries: u32) -> Self {
+        RemoteCost {
+            requests,
+            bytes,
+            redirects,
+            retries,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RemoteInfo<'a> {
+    resolved: &'a str,
+    cost: RemoteCost,
+}
+
+impl<'a> FileRecord<'a> {
+    /// The record of `checked`, shown as `path`.
+    pub fn new(path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+        FileRecord {
+            path,
+            name: None,
+            checked,
+            options,
+            remote: None,
+        }
+    }
+
+    /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
+    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
+        self.remote = Some(RemoteInfo { resolved, cost });
+        self
+    }
+
+    /// The record of a shard named `name` by its index.
+    pub fn shard(name: &'a str, path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+        FileRecord {
+            path,
+            name: Some(name),
+            checked,
+            options,
+            remote: None,
+        }
+    }
+
+    /// The status under the chosen profile.
+    pub fn status(&self) -> Status {
+        file_status(self.checked, self.options.profile)
+    }
+}
+
+impl Serialize for FileRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.checked;
+        let o = self.options;
+        let mut m = s.serialize_map(None)?;
+        if let Some(name) = self.name {
+            m.serialize_entry("name", name)?;
+        }
+        m.serialize_entry("path", self.path)?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("profile", &o.profile)?;
+        m.serialize_entry("mode", &o.mode_name())?;
+        if let Some(r) = self.remote {
+            m.serialize_entry("url", r.resolved)?;
+            m.serialize_entry("cost", &r.cost)?;
+        }
+        m.serialize_entry("size", &c.file_len)?;
+        let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
+        match (&c.verdict, reference_decides) {
+            (_, true) => {
+                let Some(v) = &c.reference else {
+                    return m.end();
+                };
+                match v {
+                    Verdict::Accept(ts) => {
+                        m.serialize_entry("tensors", &ts.len())?;
+                        m.serialize_entry("parameters", &reference_parameters(ts))?;
+                        m.serialize_entry("header_len", &c.header_len)?;
+                        let by: Vec<ReferenceTotal> = reference_totals(ts)
+                            .into_iter()
+                            .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
+                            .collect();
+                        m.serialize_entry("by_dtype", &by)?;
+                        m.serialize_entry("error", &None::<()>)?;
+                        if o.verbose {
+                            let list: Vec<ReferenceTensor<'_>> = ts
+                                .iter()
+                                .map(|t| ReferenceTensor {
+                                    name: &t.name,
+                                    dtype: &t.dtype,
+                                    shape: &t.shape,
+                                    file_offsets: [t.file_begin, t.file_end],
+                                })
+                                .collect();
+                            m.serialize_entry("tensor_list", &list)?;
+                        }
+                    }
+                    Verdict::Reject(msg) | Verdict::Panic(msg) => {
+                        m.serialize_entry("error", &ReferenceError { message: msg })?;
+                    }
+                }
+                m.serialize_entry("warnings", &[(); 0])?;
+                m.serialize_entry(
+                    "reference",
+                    &ReferenceRecord {
+                        verdict: v,
+                        divergence: None,
+                    },
+                )?;
+                m.serialize_entry(
+                    "strict",
+                    &StrictRecord {
+                        status: if c.verdict.is_ok() {
+                            Status::Valid
+                        } else {
+                            Status::Invalid
+                        },
+                        error: c.verdict.as_ref().err().map(FindingRecord::error),
+                    },
+                )?;
+            }
+            (Ok(r), false) => {
+                m.serialize_entry("tensors", &r.len())?;
+                m.serialize_entry("parameters", &r.parameters())?;
+                m.serialize_entry("header_len", &r.header_len())?;
+                m.serialize_entry("by_dtype", &Totals(&r.totals_by_dtype()))?;
+                m.serialize_entry("metadata_form", r.metadata_form().as_str())?;
+                // Under the portable profile, a file strict accepts but a reader misreads has
+                // the first portable finding as its error.
+                let portable_error = c
+                    .portable
+                    .as_ref()
+                    .filter(|_| o.profile == Profile::Portable)
+                    .and_then(|p| p.findings().first())
+                    .map(|f| FindingRecord::error_finding(f.finding()));
+                m.serialize_entry("error", &portable_error)?;
+                m.serialize_entry("warnings", &Warnings(r.warnings()))?;
+                m.serialize_entry("warning_counts", &Counts(r))?;
+                m.serialize_entry("omitted_warnings", &r.omitted_warnings())?;
+                if o.verbose {
+                    m.serialize_entry("metadata", &MetadataMap(r))?;
+                    m.serialize_entry("tensor_list", &TensorList(r))?;
+                }
+                if let Some(p) = &c.portable {
+                    m.serialize_entry("portable", &PortableRecord(p))?;
+                }
+                if c.deep.is_some() || c.sha256.is_some() {
+                    m.serialize_entry(
+                        "deep",
+                        &Deep {
+                            report: r,
+                            deep: c.deep.as_ref(),
+                            sha256: c.sha256.as_ref(),
+                        },
+                    )?;
+                }
+            }
+            (Err(e), false) => {
+                m.serialize_entry("header_len", &c.header_len)?;
+                m.serialize_entry("error", &FindingRecord::error(e))?;
+                m.serialize_entry("warnings", &[(); 0])?;
+            }
+        }
+        if !reference_decides {
+            if let Some(v) = &c.reference {
+                m.serialize_entry(
+                    "reference",
+                    &ReferenceRecord {
+                        verdict: v,
+                        divergence: divergence(c),
+                    },
+                )?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// The portable profile's answer: `{"portable", "findings", "omitted_findings", "support",
+/// "readers": [{"reader", "version", "loads", "refusals": [{"behaviour", "reason"}],
+/// "misreadings"}]}`.
+#[derive(Debug, Clone, Copy)]
+pub struct PortableRecord<'a>(pub &'a stcheck::portable::PortableReport);
+
+impl Serialize for PortableRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("portable", &p.is_portable())?;
+        let findings: Vec<PortableFindingRecord<'_>> =
+            p.findings().iter().map(PortableFindingRecord).collect();
+        m.serialize_entry("findings", &findings)?;
+        m.serialize_entry("omitted_findings", &p.omitted())?;
+        m.serialize_entry("support", &p.support_line())?;
+        let readers: Vec<ReaderRecord<'_>> = p
+            .support()
+            .iter()
+            .map(|r| ReaderRecord {
+                reader: r.reader().id(),
+                version: r.reader().version(),
+                loads: r.loads(),
+                refusals: r
+                    .refusals()
+                    .iter()
+                    .map(|x| RefusalRecord {
+                        behaviour: &x.behaviour,
+                        reason: &x.reason,
+                    })
+                    .collect(),
+                misreadings: r.misreadings(),
+            })
+            .collect();
+        m.serialize_entry("readers", &readers)?;
+        m.end()
+    }
+}
+
+/// A portable finding: a finding (as an error) with the reader, version and behaviour.
+struct PortableFindingRecord<'a>(&'a stcheck::portable::PortableFinding);
+
+impl Serialize for PortableFindingRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("finding", &FindingRecord::error_finding(f.finding()))?;
+        m.serialize_entry("shard", &f.shard())?;
+        m.serialize_entry("reader", f.reader())?;
+        m.serialize_entry("version", f.version())?;
+        m.serialize_entry("behaviour", f.behaviour())?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct ReaderRecord<'a> {
+    reader: &'a str,
+    version: &'a str,
+    loads: bool,
+    refusals: Vec<RefusalRecord<'a>>,
+    misreadings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RefusalRecord<'a> {
+    behaviour: &'a str,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+struct ReferenceTotal {
+    dtype: String,
+    parameters: u64,
+}
+
+#[derive(Serialize)]
+struct ReferenceTensor<'a> {
+    name: &'a str,
+    dtype: &'a str,
+    shape: &'a [u64],
+    file_offsets: [u64; 2],
+}
+
+/// The reference's refusal as a finding without a rule.
+struct ReferenceError<'a> {
+    message: &'a str,
+}
+
+impl Serialize for ReferenceError<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("rule", &None::<()>)?;
+        m.serialize_entry("kind", &None::<()>)?;
+        m.serialize_entry("severity", "error")?;
+        m.serialize_entry("promoted_warning", &false)?;
+        m.serialize_entry("offset", &None::<()>)?;
+        m.serialize_entry("offset_in", &None::<()>)?;
+        m.serialize_entry("tensor", &None::<()>)?;
+        m.serialize_entry("shard", &None::<()>)?;
+        m.serialize_entry("message", self.message)?;
+        m.serialize_entry("cause", &None::<()>)?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StrictRecord<'a> {
+    status: Status,
+    error: Option<FindingRecord<'a>>,
+}
+
+/// The record of a path that could not be checked: `{"path", "status": "io_error",
+/// "io_error": message, "read_error": kind}`.
+#[derive(Debug, Serialize)]
+pub struct UnreadableRecord<'a> {
+    path: &'a str,
+    status: Status,
+    io_error: String,
+    read_error: &'static str,
+}
+
+impl<'a> UnreadableRecord<'a> {
+    /// The record of `error` about `path`.
+    pub fn new(path: &'a str, error: &ReadError) -> Self {
+        UnreadableRecord {
+            path,
+            status: Status::IoError,
+            io_error: error.to_string(),
+            read_error: error.kind().as_str(),
+        }
+    }
+}
+
+/// A path not checked by the file-system policy (`"type": "not_checked"`): `{"path",
+/// "reason", "message"}`, where `reason` is [`ReadError::code`].
+#[derive(Debug, Serialize)]
+pub struct NotCheckedRecord<'a> {
+    path: &'a str,
+    reason: &'static str,
+    message: &'a str,
+}
+
+impl<'a> NotCheckedRecord<'a> {
+    /// The record of `why` about `path`.
+    pub fn new(path: &'a str, why: &'a ReadError) -> Self {
+        NotCheckedRecord {
+            path,
+            reason: why.code(),
+            message: why.message(),
+        }
+    }
+}
+
+/// A shard the index names that could not be checked, inside an index record's `shards`:
+/// `{"name", "path", "status": "missing", "error"}`.
+#[derive(Debug, Clone, Copy)]
+pub struct MissingShardRecord<'a> {
+    name: &'a str,
+    path: &'a str,
+    error: &'a Finding,
+}
+
+impl<'a> MissingShardRecord<'a> {
+    /// The record of the shard `name` (shown as `path`), not checked because of `error`.
+    pub fn new(name: &'a str, path: &'a str, error: &'a Finding) -> Self {
+        MissingShardRecord { name, path, error }
+    }
+}
+
+impl Serialize for MissingShardRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("name", self.name)?;
+        m.serialize_entry("path", self.path)?;
+        m.serialize_entry("status", "missing")?;
+        m.serialize_entry("error", &FindingRecord::error_finding(self.error))?;
+        m.end()
+    }
+}
+
+/// The fields of an index record after its `shards` (`"type": "index"`): the set's verdict.
+/// The CLI writes `path` and the shards' records first, as they are checked.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexTail<'a> {
+    report: &'a IndexReport,
+    remote: Option<RemoteInfo<'a>>,
+    profile: Profile,
+}
+
+impl<'a> IndexTail<'a> {
+    /// The tail of `report`'s record.
+    pub fn new(report: &'a IndexReport) -> Self {
+        IndexTail {
+            report,
+            remote: None,
+            profile: Profile::Strict,
+        }
+    }
+
+    /// Whose verdict decides (the portable profile also needs the set to be read alike).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
+    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
+        self.remote = Some(RemoteInfo { resolved, cost });
+        self
+    }
+
+    /// `valid` or `invalid`.
+    pub fn status(&self) -> Status {
+        index_status(self.report, self.profile)
+    }
+}
+
+impl Serialize for IndexTail<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.report;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("tensors", &r.tensors())?;
+        m.serialize_entry("parameters", &r.parameters())?;
+        m.serialize_entry("by_dtype", &Totals(r.totals_by_dtype()))?;
+        m.serialize_entry("total_size", &r.total_size())?;
+        m.serialize_entry("computed_size", &r.computed_size())?;
+        m.serialize_entry(
+            "errors",
+            &r.errors()
+                .iter()
+                .map(FindingRecord::error_finding)
+                .collect::<Vec<_>>(),
+        )?;
+        m.serialize_entry(
+            "warnings",
+            &r.warnings()
+                .iter()
+                .map(FindingRecord::warning)
+                .collect::<Vec<_>>(),
+        )?;
+        m.serialize_entry("omitted_errors", &r.omitted())?;
+        if let Some(p) = r.portable() {
+            m.serialize_entry("portable", &PortableRecord(p))?;
+        }
+        if let Some(remote) = self.remote {
+            m.serialize_entry("url", remote.resolved)?;
+            m.serialize_entry("cost", &remote.cost)?;
+        }
+        m.end()
+    }
+}
+
+/// The run's last record (`"type": "summary"`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Files checked or attempted (shards reached through an index not counted).
+    pub files: u64,
+    /// Sharded sets checked or attempted.
+    pub indexes: u64,
+    /// Valid files and sets.
+    pub valid: u64,
+    /// Invalid files and sets.
+    pub invalid: u64,
+    /// Paths whose reading failed (never valid).
+    pub io_errors: u64,
+    /// Paths not checked by the file-system policy: special files, links not followed, loops,
+    /// directories with nothing to check (never valid; they fail the run).
+    pub not_checked: u64,
+    /// The exit code of the run.
+    pub exit_code: u8,
+}
+
+/// Serialize `value` as one line of line-safe JSON ([`crate::json_out`]), without the newline.
+pub fn write_json<W: Write + ?Sized, T: Serialize + ?Sized>(
+    w: &mut W,
+    value: &T,
+) -> io::Result<()> {
+    crate::json_out::to_writer(&mut *w, value).map_err(io::Error::other)
+}
+
+/// Write `{"type":KIND,"data":DATA}` and a newline.
+pub fn write_line<W: Write + ?Sized, T: Serialize + ?Sized>(
+    w: &mut W,
+    kind: &str,
+    data: &T,
+) -> io::Result<()> {
+    w.write_all(b"{\"type\":")?;
+    write_json(w, kind)?;
+    w.write_all(b",\"data\":")?;
+    write_json(w, data)?;
+    w.write_all(b"}\n")
+}

@@ -1,0 +1,188 @@
+//! The text of `SPEC.md`, compiled into the library: each rule's section, for
+//! `stcheck --explain RULE` and for the rule descriptions of the SARIF output
+//! ([`crate::sarif`]). SPEC.md is the one source; a test keeps every rule of [`Rule::ALL`]
+//! documented there and the command's output equal to the document.
+//!
+//! A rule's section is the text from its heading `### RULE-ID` to the next heading. Its
+//! *statement* is the text before the first list item; its *rationale* is the list item that
+//! starts with `Rationale:`.
+
+use stcheck::Rule;
+
+/// SPEC.md, as it was when the library was built.
+pub const SPEC_MD: &str = include_str!("../../SPEC.md");
+
+/// One rule's text in SPEC.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleText {
+    /// The rule.
+    pub rule: Rule,
+    /// The whole section, from its heading line `### RULE-ID` to the line before the next
+    /// heading, without trailing blank lines (Markdown).
+    pub section: &'static str,
+    /// The statement: the paragraphs between the heading and the first list item (Markdown,
+    /// with the document's line breaks).
+    pub statement: &'static str,
+    /// The rationale list item, without its `- Rationale:` lead (Markdown, with the
+    /// document's line breaks), or `""` if the section has none.
+    pub rationale: &'static str,
+}
+
+impl RuleText {
+    /// The text of `rule`, or `None` if SPEC.md has no section for it.
+    pub fn of(rule: Rule) -> Option<RuleText> {
+        let section = section(SPEC_MD, rule.id())?;
+        let body = section.split_once('\n').map_or("", |(_, b)| b);
+        let statement = body
+            .split("\n- ")
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c: char| c.is_whitespace());
+        let rationale = list_item(body, "Rationale:").unwrap_or("");
+        Some(RuleText {
+            rule,
+            section,
+            statement,
+            rationale,
+        })
+    }
+
+    /// The first sentence of the statement, on one line.
+    pub fn summary(&self) -> String {
+        let flat = one_line(self.statement);
+        match flat.find(". ") {
+            Some(i) => flat[..=i].to_owned(),
+            None => flat,
+        }
+    }
+}
+
+/// The section of the rule `id` in `doc`: from the line `### id` to the next heading.
+pub fn section<'d>(doc: &'d str, id: &str) -> Option<&'d str> {
+    let heading = format!("### {id}");
+    let mut start = None;
+    let mut offset = 0;
+    for line in doc.split_inclusive('\n') {
+        let text = line.trim_end_matches(['\n', '\r']);
+        match start {
+            None if text == heading => start = Some(offset),
+            Some(s) if text.starts_with('#') => return Some(doc[s..offset].trim_end()),
+            _ => {}
+        }
+        offset += line.len();
+    }
+    start.map(|s| doc[s..].trim_end())
+}
+
+/// The list item of `body` that starts with `lead` (after `- `), without the lead, its
+/// continuation lines included.
+fn list_item<'d>(body: &'d str, lead: &str) -> Option<&'d str> {
+    let marker = format!("- {lead}");
+    let start = body
+        .match_indices(&marker)
+        .find(|&(i, _)| i == 0 || body.as_bytes()[i - 1] == b'\n')?
+        .0
+        + marker.len();
+    let rest = &body[start..];
+    // The item ends at the next line that is not a continuation (indented) line.
+    let mut end = rest.len();
+    let mut offset = 0;
+    for (n, line) in rest.split_inclusive('\n').enumerate() {
+        if n > 0 && !line.starts_with(' ') {
+            end = offset;
+            break;
+        }
+        offset += line.len();
+    }
+    Some(rest[..end].trim())
+}
+
+/// Markdown text with its line breaks (and the indentation of continuation lines) turned into
+/// single spaces.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The rules whose IDs are near `word` (for "did you mean" in usage errors): IDs that contain
+/// it in any case (`frame-`, `GAP`) and IDs within a small edit distance (`LAYOUT-GAPS`). At most five, in the order of [`Rule::ALL`].
+pub fn near_rules(word: &str) -> Vec<Rule> {
+    let w = word.to_ascii_uppercase();
+    if w.is_empty() {
+        return Vec::new();
+    }
+    let limit = (w.len() / 4).clamp(1, 3);
+    let mut out: Vec<Rule> = Rule::ALL
+        .iter()
+        .copied()
+        .filter(|r| {
+            let id = r.id();
+            (w.len() >= 3 && id.contains(w.as_str())) || edit_distance(id, &w) <= limit
+        })
+        .collect();
+    // The closest first when there are many.
+    out.sort_by_key(|r| edit_distance(r.id(), &w));
+    out.truncate(5);
+    out.sort();
+    out
+}
+
+/// Levenshtein distance over bytes (the IDs are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, &x) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let substitute = prev[j] + usize::from(x != y);
+            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The rule with this ID, in any case (`layout-gap` is `LAYOUT-GAP`).
+pub fn rule_from_id_any_case(id: &str) -> Option<Rule> {
+    Rule::from_id(&id.to_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_has_a_statement_and_a_rationale() {
+        for &rule in Rule::ALL {
+            let t = RuleText::of(rule).unwrap_or_else(|| panic!("{rule}: no section in SPEC.md"));
+            assert!(t.section.starts_with(&format!("### {rule}\n")), "{rule}");
+            assert!(!t.statement.is_empty(), "{rule}: no statement");
+            assert!(
+                !t.statement.contains("\n- "),
+                "{rule}: statement runs into the list"
+            );
+            assert!(!t.rationale.is_empty(), "{rule}: no rationale");
+            assert!(!t.rationale.contains("\n- "), "{rule}: rationale runs on");
+            assert!(t.summary().ends_with('.'), "{rule}: {}", t.summary());
+        }
+    }
+
+    #[test]
+    fn sections_end_before_the_next_heading() {
+        let t = RuleText::of(Rule::FrameShort).expect("documented");
+        assert!(!t.section.contains("### FRAME-EMPTY-HEADER"));
+        let last = RuleText::of(Rule::IndexShardUnlisted).expect("documented");
+        assert!(last.section.ends_with(last.section.trim_end()));
+    }
+
+    #[test]
+    fn near_matches() {
+        assert_eq!(near_rules("LAYOUT-GAPS"), vec![Rule::LayoutGap]);
+        assert_eq!(near_rules("layout-gap"), vec![Rule::LayoutGap]);
+        assert!(near_rules("FRAME-").contains(&Rule::FrameShort));
+        assert!(near_rules("DTYPE").contains(&Rule::DtypeUnknown));
+        assert!(near_rules("ZZZZZZZZZZZZZZ").is_empty());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
