@@ -21,7 +21,7 @@ bash .ci/setup-integrations.sh
 DIR="$ROOT/target/integrations"
 MULTITOOL="$DIR/node/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool"
 PRE_COMMIT="$DIR/venv/bin/pre-commit"
-cargo build --quiet -p stcheck
+cargo build --quiet -p stcheck-cli
 STCHECK="$ROOT/target/debug/stcheck"
 fail() { echo "integrations: FAILED: $*" >&2; exit 1; }
 

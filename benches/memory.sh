@@ -15,7 +15,7 @@ if [ ! -x /usr/bin/time ]; then
     echo "benches/memory.sh needs GNU time (/usr/bin/time); apt-get install time" >&2
     exit 2
 fi
-cargo build --release -q -p stcheck --bin stcheck
+cargo build --release -q -p stcheck-cli --bin stcheck
 cargo build --release -q -p stcheck-benches --bin memgen
 bin=target/release/stcheck
 [ -f "$out/missing/model.safetensors.index.json" ] || target/release/memgen "$out" "$len"

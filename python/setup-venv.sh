@@ -34,7 +34,7 @@ CARGO_TARGET_DIR="$ROOT/target/python-build" "$VENV/bin/python" -m pip install \
   --disable-pip-version-check --quiet --force-reinstall --no-deps "$ROOT/python"
 
 # The CLI the parity tests compare with.
-cargo build --quiet -p stcheck --manifest-path "$ROOT/Cargo.toml"
+cargo build --quiet -p stcheck-cli --manifest-path "$ROOT/Cargo.toml"
 
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m

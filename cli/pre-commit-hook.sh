@@ -6,7 +6,7 @@
 # come from crates.io, then from cargo's cache) and runs it on them.
 #
 # Why not `language: rust`: pre-commit installs such a hook with `cargo install --path .` at
-# the repository root, which is a virtual workspace here (the package is validator/).
+# the repository root, which is a virtual workspace here (the package is cli/).
 # CARGO_TARGET_DIR, when set, is where the build goes (default: target/ of the clone).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +17,6 @@ command -v cargo >/dev/null || {
 }
 # Only local files reach a hook: built without the `remote` feature (no HTTP and TLS stack
 # to compile).
-cargo build --release --locked --quiet -p stcheck --no-default-features --features cli \
+cargo build --release --locked --quiet -p stcheck-cli --no-default-features \
   --manifest-path "$repo/Cargo.toml" --target-dir "$target" >&2
 exec "$target/release/stcheck" "$@"
