@@ -6,3 +6,7 @@ pub mod corpus;
 
 /// The writer suite: tasks, the writer protocol, judging, known failures, reports.
 pub mod writers;
+
+/// What the reader and writer runners share: arguments, config, known failures, the pool, the
+/// report's tail and the end of a run.
+pub mod harness;

@@ -102,12 +102,12 @@ fn fake(script: &str) -> Vec<String> {
 
 fn run(manifest: &Path, command: Vec<String>, timeout: Duration, deep: bool) -> RunResults {
     let m = Manifest::load(manifest).expect("manifest");
-    let opts = RunOptions {
-        timeout,
-        jobs: 2,
+    let mut opts = RunOptions {
         deep,
         ..RunOptions::new("fake", command)
     };
+    opts.spec.timeout = timeout;
+    opts.spec.jobs = 2;
     run_all(&opts, &m, manifest.parent().expect("dir"), &|_| {})
 }
 
@@ -449,8 +449,9 @@ fn known_failures_check_reports_each_kind_of_difference() {
         id: "choice/same".into(),
         got: Outcome::Accepted
     }));
-    assert!(d.contains(&Difference::UnknownCase {
-        id: "gone/case".into()
+    assert!(d.contains(&Difference::Unknown {
+        id: "gone/case".into(),
+        what: "listed case is not in the manifest"
     }));
     assert_eq!(d.len(), 4);
     assert!(KnownFailures::parse(r#"{"results":{"a":"PASS"}}"#).is_err());
@@ -565,15 +566,15 @@ fn json_results_and_the_matrix() {
 fn judging_against_the_reference() {
     let m = corpus(&scratch("judge"));
     let man = Manifest::load(&m).expect("manifest");
-    let opts = RunOptions {
-        timeout: T,
-        skip: vec!["choice/*".into()],
+    let mut opts = RunOptions {
         judge: Judge::Reference,
         ..RunOptions::new(
             "crate",
             vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
         )
     };
+    opts.spec.timeout = T;
+    opts.spec.skip = vec!["choice/*".into()];
     let r = run_all(&opts, &man, m.parent().expect("dir"), &|_| {});
     assert_eq!(
         outcomes(&r),
@@ -683,14 +684,14 @@ done"#,
     let adapter = dir.join("adapter.sh");
     fs::write(&adapter, script).expect("write");
     let mut opts = RunOptions {
-        timeout: T,
         persistent: true,
         ..RunOptions::new(
             "persistent",
             vec!["sh".into(), adapter.to_string_lossy().into_owned()],
         )
     };
-    opts.jobs = 1;
+    opts.spec.timeout = T;
+    opts.spec.jobs = 1;
     let man = Manifest::load(&m).expect("manifest");
     let r = run_all(&opts, &man, &dir, &|_| {});
     assert_eq!(
@@ -725,12 +726,12 @@ done"#,
         "while read -r line; do echo '{\"id\":\"nope\",\"status\":\"accept\",\"tensors\":[]}'; done",
     )
     .expect("write");
-    let opts = RunOptions {
-        timeout: T,
+    let mut opts = RunOptions {
         persistent: true,
-        skip: vec!["choice/*".into(), "deep/*".into(), "valid/*".into()],
         ..RunOptions::new("bad", vec!["sh".into(), bad.to_string_lossy().into_owned()])
     };
+    opts.spec.timeout = T;
+    opts.spec.skip = vec!["choice/*".into(), "deep/*".into(), "valid/*".into()];
     let r = run_all(&opts, &man, &dir, &|_| {});
     let c = r.case("invalid/trailing").expect("case");
     assert_eq!(c.outcome, Outcome::Crash);

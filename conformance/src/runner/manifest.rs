@@ -115,11 +115,7 @@ impl Class {
     }
 }
 
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::harness::display_by_name!(Class);
 
 /// One case of the corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
