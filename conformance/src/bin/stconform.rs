@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stcheck_conformance::harness::args::{self, Cursor, Own};
 use stcheck_conformance::harness::main::{absolute_dir, startup_message, Ending, Progress, Tool};
-use stcheck_conformance::harness::paths::local_or_repo;
+use stcheck_conformance::harness::paths::find_corpus;
 use stcheck_conformance::harness::pool::Tripwire;
 use stcheck_conformance::harness::{results, RunSpec};
 use stcheck_conformance::runner::classify::Judge;
@@ -100,11 +100,12 @@ fn main() -> ExitCode {
 
 /// The manifest and the corpus directory, absolute (adapters are given absolute paths).
 fn load_manifest(args: &Args) -> Result<(Manifest, PathBuf), String> {
-    let path = args
-        .own
-        .manifest
-        .clone()
-        .unwrap_or_else(|| local_or_repo("corpus/manifest.json"));
+    let path = match &args.own.manifest {
+        Some(p) => p.clone(),
+        None => find_corpus(args.common.corpus.as_deref())?
+            .root
+            .join("manifest.json"),
+    };
     let m = Manifest::load(&path).map_err(|e| e.to_string())?;
     Ok((m, absolute_dir(&path)?))
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stcheck_conformance::harness::args::{self, Cursor, Own};
 use stcheck_conformance::harness::main::{startup_message, Ending, Progress, Tool};
-use stcheck_conformance::harness::paths::{local_or_repo, repo_dir};
+use stcheck_conformance::harness::paths::{find_corpus, repo_dir};
 use stcheck_conformance::harness::pool::Tripwire;
 use stcheck_conformance::harness::{results, RunSpec};
 use stcheck_conformance::writers::known::WriterKnown;
@@ -77,11 +77,12 @@ fn main() -> ExitCode {
 }
 
 fn load_tasks(args: &Args) -> Result<Vec<Task>, String> {
-    let dir = args
-        .own
-        .tasks
-        .clone()
-        .unwrap_or_else(|| local_or_repo("corpus/writers"));
+    let dir = match &args.own.tasks {
+        Some(d) => d.clone(),
+        None => find_corpus(args.common.corpus.as_deref())?
+            .root
+            .join("writers"),
+    };
     Task::load_dir(&dir)
 }
 

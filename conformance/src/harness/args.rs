@@ -10,6 +10,8 @@ use super::pool::DEFAULT_MAX_STARTUP_DEATHS;
 pub struct CommonArgs {
     /// `--config FILE`: the built-in adapters.
     pub config: Option<PathBuf>,
+    /// `--corpus DIR|FILE.tar.gz`: the corpus (a directory or a release archive).
+    pub corpus: Option<PathBuf>,
     /// `--adapter NAME`.
     pub adapter: Option<String>,
     /// What follows `--`: the adapter's command.
@@ -53,6 +55,11 @@ impl CommonArgs {
 pub const COMMON_HELP: &str = "Options of every runner:
   --adapter NAME         the adapter's name (for reports); with no command after --, the
                          built-in {adapter} of that name in --config
+  --corpus DIR|FILE.tar.gz
+                         the corpus: a corpus/ directory or a release archive (made by
+                         `stcorpus pack`; unpacked into ~/.cache/stconform and checked).
+                         Default: $STCONFORM_CORPUS, else ./corpus, else the copy bundled
+                         with an installed runner, else the repository's
   --config FILE          the built-in {adapter}s (default: see above)
   --timeout SECONDS      per-{item} timeout (default: see above)
   -j, --jobs N           parallel workers (default: the number of CPUs, at most 8)
@@ -138,6 +145,7 @@ pub fn parse(
                 break;
             }
             "--config" => a.config = Some(c.value(arg)?.into()),
+            "--corpus" => a.corpus = Some(c.value(arg)?.into()),
             "--adapter" => a.adapter = Some(c.value(arg)?),
             "--timeout" => a.timeout = Some(c.seconds(arg, true)?),
             "-j" | "--jobs" => a.jobs = Some(c.count("--jobs", 1)?),

@@ -58,11 +58,7 @@ impl Tool {
     /// Help, parsing and dispatch: `--help` prints the usage; a parse error fails with it;
     /// the first word that is not an option picks a subcommand of `commands` (`list` is
     /// everyone's); without one, `run` runs the adapter.
-    pub fn main<O: Own>(
-        &self,
-        commands: &[Command<O>],
-        run: fn(Args<O>) -> ExitCode,
-    ) -> ExitCode {
+    pub fn main<O: Own>(&self, commands: &[Command<O>], run: fn(Args<O>) -> ExitCode) -> ExitCode {
         let argv: Vec<String> = std::env::args().skip(1).collect();
         if args::wants_help(&argv) {
             println!("{}", self.help());
@@ -213,11 +209,9 @@ impl Progress {
     }
 }
 
-/// The lines of an adapter's standard error that say what went wrong: those that look like
-/// an error (a Python traceback's last line, a Node `Error:`, a Rust panic, `cannot`, `not
-/// found`), at most `max`; where none does, its first lines. A version banner or a blank line
-/// is never chosen over an error.
-pub fn error_lines(stderr: &[u8], max: usize) -> Vec<String> {
+/// Whether a line of standard error looks like an error: a Python exception or traceback, a
+/// Node `TypeError:`, a Rust panic, `cannot`, `not found`, `denied`, `failed`.
+pub fn is_error_line(line: &str) -> bool {
     const MARKS: &[&str] = &[
         "error",
         "exception",
@@ -232,25 +226,32 @@ pub fn error_lines(stderr: &[u8], max: usize) -> Vec<String> {
         "failed",
         "abort",
     ];
+    let low = line.to_lowercase();
+    MARKS.iter().any(|m| low.contains(m))
+}
+
+/// Clip a line for a message: 200 characters, control characters replaced.
+pub fn clip_line(l: &str) -> String {
+    l.chars()
+        .take(200)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The lines of an adapter's standard error that say what went wrong: those that look like
+/// an error ([`is_error_line`]), at most `max`; where none does, its first lines. A version
+/// banner or a blank line is never chosen over an error.
+pub fn error_lines(stderr: &[u8], max: usize) -> Vec<String> {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let clip = |l: &str| -> String {
-        l.chars()
-            .take(200)
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect()
-    };
     let marked: Vec<String> = lines
         .iter()
-        .filter(|l| {
-            let low = l.to_lowercase();
-            MARKS.iter().any(|m| low.contains(m))
-        })
+        .filter(|l| is_error_line(l))
         .take(max)
-        .map(|l| clip(l))
+        .map(|l| clip_line(l))
         .collect();
     if marked.is_empty() {
-        lines.iter().take(max).map(|l| clip(l)).collect()
+        lines.iter().take(max).map(|l| clip_line(l)).collect()
     } else {
         marked
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::classify::Judge;
+use super::classify::{Expect, Judge};
 use super::known::Difference;
 use super::manifest::{Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
@@ -24,9 +24,31 @@ pub fn counts(results: &RunResults) -> String {
     harness::report::counts(&results.summary)
 }
 
-/// The counts of some cases, e.g. `PASS 150, SHOULD_HAVE_REJECTED 3`.
-fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult>) -> String {
-    harness::report::count_line(cases.map(|c| c.outcome))
+/// Whether a case passed as a rejection without the adapter naming a rule: the runner cannot
+/// tell a right reason from a wrong one.
+pub fn no_reason_given(c: &CaseResult) -> bool {
+    c.outcome == Outcome::Pass && c.expected == Expect::Reject && c.rule.is_none()
+}
+
+/// The counts of some cases, with the passes split by reason, e.g. `PASS 120, PASS (no
+/// reason given) 30, WRONG_RULE 2`: `PASS` counts accepted files read right and rejections
+/// for an acceptable rule, `PASS (no reason given)` rejections that named no rule.
+fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult> + Clone) -> String {
+    let unexplained = cases.clone().filter(|c| no_reason_given(c)).count();
+    let mut by: BTreeMap<Outcome, usize> = BTreeMap::new();
+    for c in cases.filter(|c| !no_reason_given(c)) {
+        *by.entry(c.outcome).or_default() += 1;
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for o in Outcome::ALL {
+        if let Some(n) = by.get(o) {
+            parts.push(format!("{o} {n}"));
+        }
+        if *o == Outcome::Pass && unexplained > 0 {
+            parts.push(format!("PASS (no reason given) {unexplained}"));
+        }
+    }
+    parts.join(", ")
 }
 
 /// `[RULE, RULE] description` of a case, from the manifest.
@@ -64,10 +86,14 @@ pub fn summary(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stconform: {} ({}{}), {} cases: {}",
+        "stconform: {} ({}{}{}), {} cases: {}",
         results.adapter,
         judge_name(results.judge),
         if results.deep { ", deep" } else { "" },
+        match &results.corpus_version {
+            Some(v) => format!(", corpus {v}"),
+            None => String::new(),
+        },
         results.cases.len(),
         counts(results)
     );
@@ -85,11 +111,22 @@ pub fn summary(
             );
         }
     }
+    let unexplained = results.cases.iter().filter(|c| no_reason_given(c)).count();
+    if unexplained > 0 {
+        let _ = writeln!(
+            s,
+            "  ({unexplained} rejections passed with no reason given: an adapter that names the \
+             rule (protocol v2, PROTOCOL.md) has each checked against the case's acceptable \
+             rules)"
+        );
+    }
     if let Some(m) = manifest {
+        // Only the index cases this run's --run/--skip would have selected.
         let skipped = m
             .cases
             .iter()
             .filter(|c| c.kind == Kind::Index && results.case(&c.id).is_none())
+            .filter(|c| crate::runner::glob::selected(&results.run, &results.skip, &c.id, &c.path))
             .count();
         if !results.index && skipped > 0 {
             let _ = writeln!(

@@ -13,6 +13,7 @@ use super::manifest::{Case, Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
 use super::persistent::{Asked, Worker};
 use super::protocol::{self, Reason, Reply};
+use crate::harness::main::{clip_line, is_error_line};
 use crate::harness::pool::{parallel_map, Life, Tripwire};
 use crate::harness::{Results, RunSpec};
 
@@ -99,6 +100,9 @@ pub struct RunResults {
     pub version: String,
     /// Adapter name.
     pub adapter: String,
+    /// The corpus release the run used (manifest version 3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_version: Option<String>,
     /// Its command.
     pub command: Vec<String>,
     /// What it was judged against.
@@ -113,6 +117,12 @@ pub struct RunResults {
     /// Index cases were run.
     #[serde(default)]
     pub index: bool,
+    /// The `--run` patterns of the run (empty: every case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run: Vec<String>,
+    /// Its `--skip` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
     /// Count per outcome.
     pub summary: BTreeMap<Outcome, usize>,
     /// Per case, in manifest order (selected cases only).
@@ -131,8 +141,9 @@ impl RunResults {
 }
 
 /// The line of standard error that says why: a Rust panic's message (the line after
-/// "panicked at"), else the last non-empty line (where Python and Node put the exception),
-/// clipped to 200 characters, control characters replaced.
+/// "panicked at"), else the last line that looks like an error (where Python and Node put
+/// the exception; Node's version banner after it is not chosen), else the last non-empty
+/// line; clipped to 200 characters, control characters replaced.
 pub(crate) fn reason_line(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -141,12 +152,16 @@ pub(crate) fn reason_line(stderr: &[u8]) -> String {
             Some(next) => format!("{} {}", lines[i].trim(), next.trim()),
             None => lines[i].to_owned(),
         },
-        None => lines.last().copied().unwrap_or("").to_owned(),
+        None => lines
+            .iter()
+            .rev()
+            .find(|l| is_error_line(l))
+            .or(lines.last())
+            .copied()
+            .unwrap_or("")
+            .to_owned(),
     };
-    line.chars()
-        .take(200)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    clip_line(&line)
 }
 
 /// The environment variables of protocol v2, for one case (one-shot) or a process
@@ -367,12 +382,15 @@ pub fn run_all_until(
     RunResults {
         version: RESULTS_VERSION.to_owned(),
         adapter: opts.spec.adapter.clone(),
+        corpus_version: manifest.corpus_version.clone(),
         command: opts.spec.command.clone(),
         judge: opts.judge,
         deep: opts.deep,
         timeout_ms: u64::try_from(opts.spec.timeout.as_millis()).unwrap_or(u64::MAX),
         persistent: opts.persistent,
         index: opts.index,
+        run: opts.spec.run.clone(),
+        skip: opts.spec.skip.clone(),
         summary,
         cases,
     }
