@@ -64,7 +64,10 @@ def numpy_arrays(tensors, dtypes):
     return arrays
 
 
-def main(name, write, argv):
+def main(name, write, argv, refusals=(Exception,)):
+    """Run the adapter. `refusals` are the exception types that are the writer's deliberate
+    refusals (exit 1); any other exception is a crash (exit 3). The default takes every
+    Exception as a refusal, for libraries whose error types cover what they raise."""
     if len(argv) != 2:
         print(f"usage: {name} TASK.json OUT.safetensors", file=sys.stderr)
         return EXIT_USAGE
@@ -81,7 +84,7 @@ def main(name, write, argv):
     except MemoryError as e:
         print(f"crash: MemoryError: {e}", file=sys.stderr)
         return EXIT_CRASH
-    except Exception as e:  # the writer's way to refuse
+    except refusals as e:  # the writer's way to refuse
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_REFUSED
     except BaseException as e:  # pyo3's PanicException: the library panicked

@@ -15,12 +15,16 @@ use stcheck_conformance::harness::{results, RunSpec};
 use stcheck_conformance::runner::classify::Judge;
 use stcheck_conformance::runner::known::KnownFailures;
 use stcheck_conformance::runner::{report, run, Manifest, RunOptions, RunResults};
+use stcheck_conformance::writers::Task;
 
 const USAGE: &str = "usage: stconform [OPTIONS] --adapter NAME -- COMMAND [ARGS...]
        stconform [OPTIONS] --adapter NAME          (a built-in adapter of --config)
        stconform matrix [--manifest FILE] RESULTS.json...
        stconform compare A.json B.json   (exit 1 unless both runs have the same results)
        stconform list [--config FILE]
+       stconform page --out FILE.html [--manifest FILE] [--tasks DIR] RESULTS.json...
+                                         (the HTML results page of reader and writer runs)
+       stconform corpus [--corpus DIR|FILE.tar.gz]   (which corpus a run would use)
 
 Runs COMMAND ARGS... FILE for every case of the corpus manifest (or, with --persistent, one
 COMMAND ARGS... that answers a JSON request per case) and classifies each result: PASS,
@@ -57,6 +61,8 @@ const TOOL: Tool = Tool {
 #[derive(Default)]
 struct Reader {
     manifest: Option<PathBuf>,
+    out: Option<PathBuf>,
+    tasks: Option<PathBuf>,
     deep: bool,
     persistent: bool,
     index: bool,
@@ -71,6 +77,8 @@ impl Own for Reader {
     fn take(&mut self, arg: &str, c: &mut Cursor<'_>) -> Result<bool, String> {
         match arg {
             "--manifest" => self.manifest = Some(c.value(arg)?.into()),
+            "--out" => self.out = Some(c.value(arg)?.into()),
+            "--tasks" => self.tasks = Some(c.value(arg)?.into()),
             "--deep" => self.deep = true,
             "--persistent" => self.persistent = true,
             "--index" => self.index = true,
@@ -95,7 +103,15 @@ impl Own for Reader {
 }
 
 fn main() -> ExitCode {
-    TOOL.main(&[("matrix", matrix), ("compare", compare)], run_adapter)
+    TOOL.main(
+        &[
+            ("matrix", matrix),
+            ("compare", compare),
+            ("page", page),
+            ("corpus", corpus),
+        ],
+        run_adapter,
+    )
 }
 
 /// The manifest and the corpus directory, absolute (adapters are given absolute paths).
@@ -126,6 +142,72 @@ fn matrix(args: &Args) -> ExitCode {
     };
     print!("{}", report::matrix(&runs, manifest.as_ref()));
     ExitCode::SUCCESS
+}
+
+/// `page`: the HTML results page of reader and writer results (told apart by their members).
+fn page(args: &Args) -> ExitCode {
+    let Some(out) = &args.own.out else {
+        return TOOL.fail("page needs --out FILE.html");
+    };
+    let mut readers = Vec::new();
+    let mut writers = Vec::new();
+    for p in &args.common.rest[1..] {
+        let v: serde_json::Value = match results::load(p, "results file") {
+            Ok(v) => v,
+            Err(e) => return TOOL.fail(e),
+        };
+        let parsed = if v.get("tasks").is_some() {
+            serde_json::from_value(v).map(|w| writers.push(w))
+        } else {
+            serde_json::from_value(v).map(|r| readers.push(r))
+        };
+        if let Err(e) = parsed {
+            return TOOL.fail(format!("{p}: not a results file: {e}"));
+        }
+    }
+    if readers.is_empty() && writers.is_empty() {
+        return TOOL.fail("page needs at least one results file");
+    }
+    let manifest = load_manifest(args).ok().map(|(m, _)| m);
+    let tasks = match &args.own.tasks {
+        Some(d) => Task::load_dir(d),
+        None => find_corpus(args.common.corpus.as_deref())
+            .and_then(|c| Task::load_dir(&c.root.join("writers"))),
+    };
+    let tasks = match tasks {
+        Ok(t) => t,
+        Err(e) if !writers.is_empty() => return TOOL.fail(e),
+        Err(_) => Vec::new(),
+    };
+    let html = stcheck_conformance::page::page(&readers, manifest.as_ref(), &writers, &tasks);
+    if let Err(e) = std::fs::write(out, html) {
+        return TOOL.fail(format!("{}: {e}", out.display()));
+    }
+    println!(
+        "{}: {} readers, {} writers",
+        out.display(),
+        readers.len(),
+        writers.len()
+    );
+    ExitCode::SUCCESS
+}
+
+/// `corpus`: which corpus a run would use, and from where.
+fn corpus(args: &Args) -> ExitCode {
+    match find_corpus(args.common.corpus.as_deref()) {
+        Ok(c) => {
+            println!(
+                "{} ({}{})",
+                c.root.display(),
+                c.from,
+                c.release
+                    .map(|v| format!(", release {v}, checked"))
+                    .unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => TOOL.fail(e),
+    }
 }
 
 /// Whether two runs agree case by case (e.g. stcheck's reference profile and the crate).
