@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::harness::Verdict;
+use crate::runner::classify::Judge;
 use crate::runner::manifest::{Manifest, Verdict as CaseVerdict};
 use crate::runner::report::no_reason_given;
 use crate::runner::{CaseResult, Outcome, RunResults};
@@ -235,16 +236,16 @@ pub fn page(
     let mut outcome_options = String::new();
     options::<Outcome>(&mut outcome_options, &mut seen);
     options::<WriterOutcome>(&mut outcome_options, &mut seen);
-    let _ = write!(
+    let _ = writeln!(
         s,
         "<div id=\"filters\"><label>class <select id=\"f-class\"><option value=\"\">all\
          </option><option>security</option><option>interoperability</option><option>\
          strictness</option></select></label><label>outcome <select id=\"f-outcome\">\
          <option value=\"\">all</option><option value=\"failures\">any failure</option>\
          {outcome_options}</select></label><label>ID contains <input id=\"f-id\" size=\"24\">\
-         </label></div>\n"
+         </label></div>"
     );
-    let _ = write!(
+    let _ = writeln!(
         s,
         "<p class=\"legend\"><span class=\"o-ok\">ok</span> as expected \
          <span class=\"o-noreason\">ok?</span> rejected as expected, no reason given \
@@ -253,7 +254,7 @@ pub fn page(
          <span class=\"o-wrongrule\">RULE</span> rejected for another rule \
          <span class=\"o-fail\">ACCEPTS, REJECTS, CONTENT...</span> a failure \
          <span class=\"o-crash\">CRASH, TIMEOUT</span> \
-         <span class=\"o-worst\">WRITES!</span> wrote what it must refuse</p>\n"
+         <span class=\"o-worst\">WRITES!</span> wrote what it must refuse</p>"
     );
     readers_section(&mut s, readers, manifest);
     writers_section(&mut s, writers, tasks);
@@ -269,10 +270,14 @@ fn readers_section(s: &mut String, runs: &[RunResults], manifest: Option<&Manife
         let fails = r.cases.iter().filter(|c| c.outcome.is_failure()).count();
         let _ = writeln!(
             s,
-            "<tr data-impl=\"{}\"><td>{}</td><td>{:?}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-impl=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.adapter),
             esc(&r.adapter),
-            r.judge,
+            match r.judge {
+                Judge::Strict => "strict",
+                Judge::Reference => "reference",
+                Judge::Portable => "portable",
+            },
             r.cases.len(),
             n(Outcome::Pass) - unexplained,
             unexplained,

@@ -850,24 +850,27 @@ fn an_adapter_that_never_starts_stops_the_run_and_is_not_blessed() {
     );
     let known = dir.join("known.json");
     let known = known.to_str().expect("utf-8");
-    let (code, _, err) = stconform(&[
-        "--manifest",
-        m,
-        "--adapter",
-        "dead",
-        "--max-startup-deaths",
-        "2",
-        "-j",
-        "1",
-        "--known-failures",
-        known,
-        "--bless",
-        "--",
-        "sh",
-        "-c",
-        &script,
-        "adapter",
-    ]);
+    let dead = |max: &str| {
+        stconform(&[
+            "--manifest",
+            m,
+            "--adapter",
+            "dead",
+            "--max-startup-deaths",
+            max,
+            "-j",
+            "1",
+            "--known-failures",
+            known,
+            "--bless",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "adapter",
+        ])
+    };
+    let (code, _, err) = dead("2");
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("2 times in a row"), "{err}");
     assert!(
@@ -883,22 +886,7 @@ fn an_adapter_that_never_starts_stops_the_run_and_is_not_blessed() {
     assert!(!Path::new(known).exists(), "nothing blessed");
 
     // With the tripwire off, the run goes on, and --bless still refuses an all-CRASH run.
-    let (code, _, err) = stconform(&[
-        "--manifest",
-        m,
-        "--adapter",
-        "dead",
-        "--max-startup-deaths",
-        "0",
-        "--known-failures",
-        known,
-        "--bless",
-        "--",
-        "sh",
-        "-c",
-        &script,
-        "adapter",
-    ]);
+    let (code, _, err) = dead("0");
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not blessing"), "{err}");
     assert!(!Path::new(known).exists(), "nothing blessed");
