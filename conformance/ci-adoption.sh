@@ -31,17 +31,23 @@ WHEEL="$(bash conformance/wheel/build.sh --dev)"
 python3 -m venv "$OUT/venv"
 "$OUT/venv/bin/python" -m pip install --quiet --no-index --no-deps "$WHEEL"
 
-# From here on: the installed programs only, with no Rust toolchain on PATH, no CARGO_* or
-# RUSTUP_* variables, and a working directory without a corpus.
+# From here on: the installed programs only, with no Rust toolchain on PATH (the machine may
+# have one in /usr/bin too, so PATH is the venv and a directory of the few system programs
+# the runs need), no CARGO_* or RUSTUP_* variables, and a working directory without a corpus.
 WORK="$OUT/work"
-mkdir -p "$WORK"
+SYSBIN="$OUT/sysbin"
+mkdir -p "$WORK" "$SYSBIN"
+for tool in sh bash env kill cat; do
+  ln -s "$(command -v "$tool")" "$SYSBIN/$tool"
+done
 cp conformance/adapters/python/minimal_adapter.py "$WORK/"
 cp conformance/adapters/writers/example_writer.py "$WORK/" 2>/dev/null || true
 bare() {
-  (cd "$WORK" && env -i HOME="$WORK" PATH="$OUT/venv/bin:/usr/bin:/bin" LANG=C.UTF-8 \
+  (cd "$WORK" && env -i HOME="$WORK" PATH="$OUT/venv/bin:$SYSBIN" LANG=C.UTF-8 \
     XDG_CACHE_HOME="$WORK/cache" "$@")
 }
-bare sh -c '! command -v cargo && ! command -v rustc' > /dev/null || fail "a Rust toolchain is on PATH"
+bare sh -c '! command -v cargo && ! command -v rustc && ! command -v rustup' > /dev/null \
+  || fail "a Rust toolchain is on PATH"
 bare stconform corpus | tee "$OUT/corpus.txt"
 grep -q "(bundled, release 1.0.0, checked)" "$OUT/corpus.txt" || fail "the bundled corpus was not used"
 

@@ -891,6 +891,29 @@ fn an_adapter_that_never_starts_stops_the_run_and_is_not_blessed() {
     assert!(err.contains("not blessing"), "{err}");
     assert!(!Path::new(known).exists(), "nothing blessed");
 
+    // A v1 adapter whose start-up exception exits 1 (Python's ImportError does) refuses every
+    // file with the same traceback: that stops the run too.
+    let importer = "echo 'Traceback (most recent call last):' >&2; \
+                    echo \"ModuleNotFoundError: No module named 'x'\" >&2; exit 1";
+    let (code, _, err) = stconform(&[
+        "--manifest",
+        m,
+        "--adapter",
+        "importer",
+        "-j",
+        "1",
+        "--no-known-failures",
+        "--max-startup-deaths",
+        "3",
+        "--",
+        "sh",
+        "-c",
+        importer,
+        "adapter",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refused with the same words 3 times"), "{err}");
+
     // An adapter that answers once (on the second case) is not stopped by later crashes.
     let (code, out, err) = stconform(&[
         "--manifest",

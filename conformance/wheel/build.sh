@@ -24,14 +24,15 @@ have="$("$VENV/bin/python" -m pip show maturin 2>/dev/null | sed -n 's/^Version:
 if [ "$have" != "$MATURIN_VERSION" ]; then
   "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet "maturin==$MATURIN_VERSION"
 fi
-# The bundled corpus: the release that `stcorpus pack` would archive, unpacked, with its
-# RELEASE.json (the runner checks it before use). maturin installs `data/` under the
-# environment's prefix: PREFIX/share/stcheck-conformance/corpus, beside PREFIX/bin.
+# The bundled corpus: the release archive of `stcorpus pack` (the runner unpacks it into its
+# cache and checks it on first use; an archive because a wheel cannot hold the symbolic link
+# one case is made of). maturin installs `data/` under the environment's prefix:
+# PREFIX/share/stcheck-conformance/stcheck-corpus.tar.gz, beside PREFIX/bin.
 cargo build --quiet -p stcheck-conformance --bin stcorpus
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 DATA="$ROOT/target/wheel-data"
 rm -rf "$DATA"
-"$TARGET/debug/stcorpus" export --out "$DATA/data/share/stcheck-conformance/corpus" > /dev/null
+"$TARGET/debug/stcorpus" pack --out "$DATA/data/share/stcheck-conformance/stcheck-corpus.tar.gz" > /dev/null
 rm -f "$ROOT"/target/wheels/stcheck_conformance-*.whl
 (cd conformance/wheel && "$VENV/bin/maturin" build --quiet --profile "$profile" --strip \
   -o "$ROOT/target/wheels" > /dev/null)

@@ -260,8 +260,10 @@ pub fn error_lines(stderr: &[u8], max: usize) -> Vec<String> {
 /// The message of a run stopped by its [`Tripwire`].
 pub fn startup_message(tool: &Tool, stop: &Tripwire, max: usize) -> String {
     let mut s = format!(
-        "the {} died or gave no answer {} times in a row before answering anything; the run \
-         was stopped (--max-startup-deaths {max}; 0 never stops).",
+        "the {} died, gave no answer or refused with the same words {} times in a row before \
+         answering anything: it is not reading the files (an exception at start-up exits 1, \
+         which protocol v1 reads as a refusal). The run was stopped (--max-startup-deaths \
+         {max}; 0 never stops).",
         tool.adapter,
         stop.deaths()
     );

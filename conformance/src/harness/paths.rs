@@ -34,9 +34,11 @@ pub fn bin_dir() -> PathBuf {
 pub const CORPUS_ENV: &str = "STCONFORM_CORPUS";
 
 /// Where an installed runner's bundled corpus is, relative to the directory of its program:
-/// a wheel installs the programs into `PREFIX/bin` and the corpus into
-/// `PREFIX/share/stcheck-conformance/corpus`.
-pub const BUNDLED_CORPUS: &str = "../share/stcheck-conformance/corpus";
+/// a wheel installs the programs into `PREFIX/bin` and the corpus release archive into
+/// `PREFIX/share/stcheck-conformance/` (an archive, not a directory: a wheel cannot hold the
+/// symbolic link that `INDEX-SHARD-LINK`'s case is made of; the archive is unpacked into the
+/// cache and checked on first use).
+pub const BUNDLED_CORPUS: &str = "../share/stcheck-conformance/stcheck-corpus.tar.gz";
 
 /// Where the corpus was found, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +106,7 @@ pub fn find_corpus(arg: Option<&Path>) -> Result<Corpus, String> {
         return open_corpus(local, "./corpus");
     }
     let bundled = bin_dir().join(BUNDLED_CORPUS);
-    if bundled.join("manifest.json").is_file() {
+    if bundled.is_file() {
         return open_corpus(&bundled, "bundled");
     }
     let repo = repo_dir().join("corpus");

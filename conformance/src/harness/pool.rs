@@ -10,8 +10,13 @@ pub const DEFAULT_MAX_STARTUP_DEATHS: usize = 5;
 /// What one item's run says about the adapter, for [`Tripwire`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Life {
-    /// It answered (accepted, rejected, refused, wrote, said "unsupported"): it starts.
+    /// It answered (accepted, wrote, said "unsupported"): it starts.
     Answered,
+    /// It refused the item (exit 1). Refusals with the same standard error, one after the
+    /// other before anything was accepted, are start-up deaths too: protocol v1 reads any
+    /// exit 1 as a refusal, and an adapter that dies at start-up with an uncaught exception
+    /// (Python's ImportError) exits 1 on every item with the same traceback.
+    Refused,
     /// It gave no answer: it crashed, died or timed out.
     NoAnswer,
     /// Neither (the runner's own problem, e.g. a missing file).
@@ -19,8 +24,9 @@ pub enum Life {
 }
 
 /// Stops a run whose adapter dies before it has ever answered: after `max` items in a row
-/// that got no answer, with no answer before them, the remaining items are not started. Once
-/// any item is answered, the adapter is known to start and crashes are the cases' own.
+/// that got no answer (or the same refusal, word for word), with no answer before them, the
+/// remaining items are not started. Once any item is answered (or two refusals differ), the
+/// adapter is known to read the files, and crashes are the items' own.
 #[derive(Debug)]
 pub struct Tripwire {
     max: usize,
@@ -28,6 +34,8 @@ pub struct Tripwire {
     deaths: AtomicUsize,
     tripped: AtomicBool,
     last: Mutex<Vec<u8>>,
+    /// The standard error of the current run of identical refusals, and its length.
+    refusals: Mutex<(Vec<u8>, usize)>,
 }
 
 impl Tripwire {
@@ -39,6 +47,7 @@ impl Tripwire {
             deaths: AtomicUsize::new(0),
             tripped: AtomicBool::new(false),
             last: Mutex::new(Vec::new()),
+            refusals: Mutex::new((Vec::new(), 0)),
         }
     }
 
@@ -47,6 +56,32 @@ impl Tripwire {
         match life {
             Life::Answered => self.answered.store(true, Ordering::SeqCst),
             Life::Neither => {}
+            Life::Refused => {
+                if self.answered.load(Ordering::SeqCst) || self.max == 0 {
+                    return;
+                }
+                let Ok(mut r) = self.refusals.lock() else {
+                    return;
+                };
+                if stderr.iter().all(u8::is_ascii_whitespace) {
+                    // A refusal without a word says nothing about start-up.
+                    self.answered.store(true, Ordering::SeqCst);
+                } else if r.1 > 0 && r.0 != stderr {
+                    // Two different refusals: the adapter reads the files.
+                    self.answered.store(true, Ordering::SeqCst);
+                } else {
+                    r.0 = stderr.to_vec();
+                    r.1 += 1;
+                    if let Ok(mut l) = self.last.lock() {
+                        l.clear();
+                        l.extend_from_slice(stderr);
+                    }
+                    if r.1 >= self.max {
+                        self.deaths.store(r.1, Ordering::SeqCst);
+                        self.tripped.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
             Life::NoAnswer => {
                 if self.answered.load(Ordering::SeqCst) || self.max == 0 {
                     return;

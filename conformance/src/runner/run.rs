@@ -213,6 +213,7 @@ fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> 
     };
     let life = match answer {
         Answer::Crashed(_) | Answer::TimedOut => Life::NoAnswer,
+        Answer::Rejected(_) => Life::Refused,
         _ => Life::Answered,
     };
     Ok(Ran {
@@ -243,6 +244,7 @@ fn run_persistent(
         .map_err(|e| format!("cannot start {:?}: {e}", opts.spec.command.first()))?;
     let mut exit_code = None;
     let life = match asked {
+        // A persistent adapter that replies is running: its refusals are its own.
         Asked::Reply(_) => Life::Answered,
         _ => Life::NoAnswer,
     };

@@ -161,6 +161,7 @@ impl Attempt {
     fn life(&self) -> Life {
         match self.ended {
             Ended::Crashed(_) | Ended::TimedOut => Life::NoAnswer,
+            Ended::Refused => Life::Refused,
             _ => Life::Answered,
         }
     }
