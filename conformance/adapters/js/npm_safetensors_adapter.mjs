@@ -21,21 +21,12 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createInterface } from "node:readline";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { nodeDirArgs, serve } from "./stconform_protocol.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-let nodeDir = resolve(here, "../../../target/conformance-node");
-if (args[0] === "--node-dir") {
-  nodeDir = resolve(args[1] ?? "");
-  args.splice(0, 2);
-}
-if (args.length !== 1) {
-  console.error("usage: npm_safetensors_adapter.mjs [--node-dir DIR] (FILE | --persistent)");
-  process.exit(2);
-}
+const { nodeDir, target } = nodeDirArgs("npm_safetensors_adapter.mjs", resolve(here, "../../../target/conformance-node"));
 
 let SafeTensor;
 try {
@@ -72,22 +63,4 @@ function answer(path, kind) {
   }
 }
 
-if (args[0] === "--persistent") {
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    const request = JSON.parse(line);
-    const { status, ...members } = answer(request.path, request.kind ?? "file");
-    if (status === "io") {
-      console.error(`npm_safetensors_adapter: ${members.message}`);
-      process.exit(2);
-    }
-    if (status !== "accept") console.error(`${request.id}: ${members.message}`);
-    process.stdout.write(JSON.stringify({ id: request.id, status, ...members }) + "\n");
-  }
-} else {
-  const { status, ...members } = answer(args[0], process.env.STCONFORM_KIND ?? "file");
-  const codes = { accept: 0, reject: 1, crash: 3, io: 2, unsupported: 4 };
-  if (status !== "accept") console.error(members.message);
-  if (status !== "io" && status !== "crash") process.stdout.write(JSON.stringify(members) + "\n");
-  process.exitCode = codes[status];
-}
+await serve("npm_safetensors_adapter", target, answer);

@@ -18,7 +18,7 @@ library's errors" says for readers.
 """
 import sys
 
-from writer_common import Unsupported, main
+from writer_common import Unsupported, main, require_shape_fits
 
 
 def write(tensors, metadata, out):
@@ -30,12 +30,7 @@ def write(tensors, metadata, out):
         if t.dtype not in safe_dtypes:
             raise Unsupported(f"tinygrad has no dtype {t.dtype}")
         dtype = safe_dtypes[t.dtype]
-        count = 1
-        for d in t.shape:
-            count *= d
-        if count * dtype.itemsize != len(t.data):
-            raise Unsupported(f"tensor {t.name!r}: {len(t.data)} bytes cannot be a tensor of "
-                              f"shape {t.shape} and dtype {t.dtype}")
+        require_shape_fits(t, dtype.itemsize, "a tensor", t.dtype)
         if t.name in state:
             raise Unsupported(f"a dict cannot hold two tensors named {t.name!r}")
         state[t.name] = Tensor(t.data, dtype=dtypes.uint8).bitcast(dtype).reshape(t.shape)
