@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for the conformance suite: set up the adapters' environments, build the runner,
 # run every adapter over corpus/, check each run against its known-failures file, check the
-# acceptance criteria, and regenerate CONFORMANCE.md.
+# acceptance criteria, and regenerate CONFORMANCE.md and its HTML page, CONFORMANCE.html.
 #
 # Usage: conformance/run-all.sh [--ci] [--large] [--bless] [--no-setup] [--report-only]
 #   --ci        only the adapters marked "ci" in conformance/adapters.json (stcheck strict and
@@ -43,7 +43,7 @@ if [ "$setup" = 1 ]; then
   if [ "$ci" = 1 ]; then
     bash conformance/setup-python.sh || exit 2
   else
-    bash conformance/setup-python.sh --mlx || exit 2
+    bash conformance/setup-python.sh --mlx --more || exit 2
     bash conformance/setup-node.sh || exit 2
     bash conformance/setup-fastsafetensors.sh || exit 2
   fi
@@ -180,10 +180,12 @@ if [ "$ci" = 0 ]; then
     echo "(\`conformance/PROTOCOL.md\`), judged against the strict verdicts of \`SPEC.md\`."
     echo "Regenerate with \`conformance/run-all.sh --large\`; run one implementation with"
     echo "\`cargo run -p stcheck-conformance --bin stconform -- --adapter NAME\` (names below; the"
-    echo "Python, MLX, JS and fastsafetensors adapters need \`conformance/setup-python.sh --mlx\`,"
+    echo "Python, MLX, tinygrad, gguf, JS and fastsafetensors adapters need \`conformance/setup-python.sh --mlx --more\`,"
     echo "\`conformance/setup-node.sh\` and \`conformance/setup-fastsafetensors.sh\` first, candle's a build"
     echo "of \`conformance/adapters/candle\`; \`run-all.sh\` does all of it). Adapters without an index"
-    echo "mode do not run the sharded-set cases."
+    echo "mode do not run the sharded-set cases. The same results as one page, a cell per case and"
+    echo "implementation with the reason on hover and filters by class and outcome:"
+    echo "[\`CONFORMANCE.html\`](CONFORMANCE.html)."
     echo
     echo "| Adapter | What runs | In CI |"
     echo "|---|---|---|"
@@ -214,6 +216,18 @@ writer_args=()
 [ "$report_only" = 1 ] && writer_args+=(--report-only)
 bash conformance/run-writers.sh "${writer_args[@]}" || status=1
 # --- end writers
+
+# The HTML page of both matrices, next to CONFORMANCE.md (from the same results).
+if [ "$ci" = 0 ]; then
+  writer_files=()
+  for f in "$ROOT"/target/writers-results/*.json; do [ -f "$f" ] && writer_files+=("$f"); done
+  if "$STCONFORM" page --out CONFORMANCE.html "${files[@]}" ${writer_files[@]+"${writer_files[@]}"} > /dev/null; then
+    echo "== wrote CONFORMANCE.html"
+  else
+    echo "run-all.sh: CONFORMANCE.html was not written" >&2
+    status=1
+  fi
+fi
 
 if [ "$status" = 0 ]; then
   echo "run-all.sh: every result is as recorded"

@@ -35,7 +35,7 @@ if [ "$setup" = 1 ]; then
   if [ "$ci" = 1 ]; then
     bash conformance/setup-python.sh > /dev/null || exit 2
   else
-    bash conformance/setup-python.sh --mlx > /dev/null || exit 2
+    bash conformance/setup-python.sh --mlx --more > /dev/null || exit 2
     # candle is a crate of its own, built only here (its dependencies take minutes).
     cargo build --quiet --manifest-path conformance/adapters/writers/candle/Cargo.toml \
       --target-dir "$ROOT/target/candle-writer" || exit 2
@@ -49,9 +49,20 @@ STWRITE="$TARGET/debug/stwrite"
 RESULTS="$ROOT/target/writers-results"
 [ "$ci" = 1 ] && RESULTS="$ROOT/target/writers-results-ci"   # keeps the full run's results
 status=0
+# tinygrad's CPU device compiles with clang: without it (setup-tinygrad.sh could not install
+# it) the tinygrad writer is skipped, and the page says so.
+skipped=()
+if [ "$ci" = 0 ] && [ "$report_only" = 0 ] && ! bash conformance/setup-tinygrad.sh > /dev/null; then
+  echo "run-writers.sh: tinygrad: no clang; the tinygrad writer is skipped" >&2
+  skipped+=(tinygrad)
+fi
+if [ "$report_only" = 1 ]; then
+  read -r -a skipped < <(cat "$RESULTS/skipped" 2>/dev/null || true)
+fi
 writers=()
 while IFS=$'\t' read -r name where _; do
   if [ "$ci" = 1 ] && [ "$where" != ci ]; then continue; fi
+  case " ${skipped[*]+"${skipped[*]}"} " in *" $name "*) continue ;; esac
   writers+=("$name")
 done < <("$STWRITE" list)
 
@@ -62,6 +73,7 @@ else
   rm -rf "$RESULTS"
   mkdir -p "$RESULTS"
   echo "$large" > "$RESULTS/large"
+  echo "${skipped[*]+"${skipped[*]}"}" > "$RESULTS/skipped"
   extra=()
   [ "$large" = 1 ] && extra+=(--large)
   [ "$bless" = 1 ] && extra+=(--bless)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtual environment for the conformance adapters:
 #   target/conformance-venv  with safetensors + numpy + ml_dtypes (always), mlx + mlx-cpu
-#   (with --mlx). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports,
+#   (with --mlx), tinygrad + gguf + pure_safetensors (with --more: the pure-Python readers and
+#   writers of run-all.sh). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports,
 #   and gives NumPy the BF16 and F8 types the writer adapters need.
 # Idempotent: a venv whose pinned packages are already installed is left as it is.
-# Usage: conformance/setup-python.sh [--mlx]
+# Usage: conformance/setup-python.sh [--mlx] [--more]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,11 +17,18 @@ SAFETENSORS_VERSION="0.8.0"
 NUMPY_VERSION="2.4.6"
 ML_DTYPES_VERSION="0.7.0"
 MLX_VERSION="0.32.4"
+TINYGRAD_VERSION="0.14.0"
+GGUF_VERSION="0.19.0"
+PURE_SAFETENSORS_VERSION="0.3.2"
+# pure_safetensors 0.3.2 builds its schema with marshmallow's `context`, which marshmallow 4
+# removed: it needs a marshmallow 3.
+MARSHMALLOW_VERSION="3.26.1"
 
-want_mlx=0
+want_mlx=0; want_more=0
 for arg in "$@"; do
   case "$arg" in
     --mlx) want_mlx=1 ;;
+    --more) want_more=1 ;;
     *) echo "setup-python.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +40,10 @@ fi
 pkgs=("safetensors==$SAFETENSORS_VERSION" "numpy==$NUMPY_VERSION" "ml_dtypes==$ML_DTYPES_VERSION")
 if [ "$want_mlx" = 1 ]; then
   pkgs+=("mlx==$MLX_VERSION" "mlx-cpu==$MLX_VERSION")
+fi
+if [ "$want_more" = 1 ]; then
+  pkgs+=("tinygrad==$TINYGRAD_VERSION" "gguf==$GGUF_VERSION"
+         "pure-safetensors==$PURE_SAFETENSORS_VERSION" "marshmallow==$MARSHMALLOW_VERSION")
 fi
 
 # Skip pip entirely when every pin is already satisfied (fast, and works offline).
@@ -47,7 +59,8 @@ fi
 
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m
-for name in ("safetensors", "numpy", "ml_dtypes", "mlx", "mlx-cpu"):
+for name in ("safetensors", "numpy", "ml_dtypes", "mlx", "mlx-cpu", "tinygrad", "gguf",
+             "pure-safetensors", "marshmallow"):
     try:
         print(f"{name} {m.version(name)}")
     except m.PackageNotFoundError:

@@ -475,7 +475,7 @@ fn spec_cites_only_existing_cases() {
 fn manifest_schema_holds() {
     let text = fs::read_to_string(corpus_dir().join("manifest.json")).expect("manifest.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
-    assert_eq!(v["version"], "2");
+    assert_eq!(v["version"], "3");
     let cases = v["cases"].as_array().expect("cases");
     for c in cases.iter().chain(v["large"].as_array().expect("large")) {
         let id = c["id"].as_str().expect("id");
@@ -502,6 +502,11 @@ fn manifest_schema_holds() {
             assert!(["accept", "reject", "panic"].contains(&c["reference"].as_str().expect("ref")));
         }
         assert!(c["deep"].is_boolean() && c["rules"].is_array() && c["warnings"].is_array());
+        assert_eq!(
+            c.get("acceptable_rules").is_some(),
+            verdict == "reject",
+            "{id}"
+        );
         if verdict == "accept" {
             let e = &c["expected"];
             assert!(e["metadata"].is_null() || e["metadata"].is_object(), "{id}");
@@ -528,6 +533,9 @@ fn manifest_schema_holds() {
             }
         } else if verdict == "reject" {
             assert!(c.get("expected").is_none(), "{id}");
+            // The acceptable rules start with the case's rule.
+            let acceptable = c["acceptable_rules"].as_array().expect("acceptable_rules");
+            assert_eq!(acceptable.first(), c["rules"].get(0), "{id}");
         }
     }
 }

@@ -102,12 +102,12 @@ fn fake(script: &str) -> Vec<String> {
 
 fn run(manifest: &Path, command: Vec<String>, timeout: Duration, deep: bool) -> RunResults {
     let m = Manifest::load(manifest).expect("manifest");
-    let opts = RunOptions {
-        timeout,
-        jobs: 2,
+    let mut opts = RunOptions {
         deep,
         ..RunOptions::new("fake", command)
     };
+    opts.spec.timeout = timeout;
+    opts.spec.jobs = 2;
     run_all(&opts, &m, manifest.parent().expect("dir"), &|_| {})
 }
 
@@ -449,8 +449,9 @@ fn known_failures_check_reports_each_kind_of_difference() {
         id: "choice/same".into(),
         got: Outcome::Accepted
     }));
-    assert!(d.contains(&Difference::UnknownCase {
-        id: "gone/case".into()
+    assert!(d.contains(&Difference::Unknown {
+        id: "gone/case".into(),
+        what: "listed case is not in the manifest"
     }));
     assert_eq!(d.len(), 4);
     assert!(KnownFailures::parse(r#"{"results":{"a":"PASS"}}"#).is_err());
@@ -476,12 +477,15 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
     RunResults {
         version: "1".into(),
         adapter: "x".into(),
+        corpus_version: None,
         command: vec![],
         judge: Judge::Strict,
         deep: false,
         timeout_ms: 1,
         persistent: false,
         index: false,
+        run: Vec::new(),
+        skip: Vec::new(),
         summary: Default::default(),
         cases,
     }
@@ -565,15 +569,15 @@ fn json_results_and_the_matrix() {
 fn judging_against_the_reference() {
     let m = corpus(&scratch("judge"));
     let man = Manifest::load(&m).expect("manifest");
-    let opts = RunOptions {
-        timeout: T,
-        skip: vec!["choice/*".into()],
+    let mut opts = RunOptions {
         judge: Judge::Reference,
         ..RunOptions::new(
             "crate",
             vec![env!("CARGO_BIN_EXE_adapter-reference-crate").into()],
         )
     };
+    opts.spec.timeout = T;
+    opts.spec.skip = vec!["choice/*".into()];
     let r = run_all(&opts, &man, m.parent().expect("dir"), &|_| {});
     assert_eq!(
         outcomes(&r),
@@ -683,14 +687,14 @@ done"#,
     let adapter = dir.join("adapter.sh");
     fs::write(&adapter, script).expect("write");
     let mut opts = RunOptions {
-        timeout: T,
         persistent: true,
         ..RunOptions::new(
             "persistent",
             vec!["sh".into(), adapter.to_string_lossy().into_owned()],
         )
     };
-    opts.jobs = 1;
+    opts.spec.timeout = T;
+    opts.spec.jobs = 1;
     let man = Manifest::load(&m).expect("manifest");
     let r = run_all(&opts, &man, &dir, &|_| {});
     assert_eq!(
@@ -725,14 +729,287 @@ done"#,
         "while read -r line; do echo '{\"id\":\"nope\",\"status\":\"accept\",\"tensors\":[]}'; done",
     )
     .expect("write");
-    let opts = RunOptions {
-        timeout: T,
+    let mut opts = RunOptions {
         persistent: true,
-        skip: vec!["choice/*".into(), "deep/*".into(), "valid/*".into()],
         ..RunOptions::new("bad", vec!["sh".into(), bad.to_string_lossy().into_owned()])
     };
+    opts.spec.timeout = T;
+    opts.spec.skip = vec!["choice/*".into(), "deep/*".into(), "valid/*".into()];
     let r = run_all(&opts, &man, &dir, &|_| {});
     let c = r.case("invalid/trailing").expect("case");
     assert_eq!(c.outcome, Outcome::Crash);
     assert!(c.detail.contains("protocol error"), "{c:?}");
+}
+
+/// A manifest of version 3: the rejected case accepts two rules.
+fn corpus_v3(dir: &Path) -> PathBuf {
+    let path = corpus_v2(dir);
+    let mut m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("read")).expect("json");
+    m["version"] = "3".into();
+    for c in m["cases"].as_array_mut().expect("cases") {
+        if c["id"] == "invalid/trailing" {
+            c["acceptable_rules"] = serde_json::json!(["DATA-TRAILING", "FRAME-HEADER-BOUNDS"]);
+        }
+    }
+    fs::write(&path, m.to_string()).expect("write");
+    path
+}
+
+/// Right reasons: a rule of the case's acceptable set passes, another is WRONG_RULE, and the
+/// default summary (no -v) shows both, per class, with the passes that gave no reason apart.
+#[test]
+fn right_reasons_are_judged_against_the_acceptable_rules_and_shown_by_default() {
+    let dir = scratch("reasons");
+    let m = corpus_v3(&dir);
+    let manifest = Manifest::load(&m).expect("manifest");
+    let answer = |rule: &str| {
+        format!(
+            r#"case "$1" in
+  *two*|*choice*) cat "$1.answer" 2>/dev/null || cat "$(dirname "$1")/two.safetensors.answer"; exit 0 ;;
+  *) echo '{rule}'; exit 1 ;;
+esac"#
+        )
+    };
+    // The second acceptable rule passes.
+    let r = run(
+        &m,
+        fake(&answer(r#"{"rule":"FRAME-HEADER-BOUNDS"}"#)),
+        T,
+        false,
+    );
+    assert_eq!(
+        r.case("invalid/trailing").map(|c| c.outcome),
+        Some(Outcome::Pass)
+    );
+    // A rule outside the set is WRONG_RULE, with the set in the detail; the default summary
+    // shows it in its class's line.
+    let r = run(&m, fake(&answer(r#"{"rule":"LAYOUT-GAP"}"#)), T, false);
+    let c = r.case("invalid/trailing").expect("case");
+    assert_eq!(c.outcome, Outcome::WrongRule);
+    assert!(
+        c.detail
+            .contains("the case accepts DATA-TRAILING, FRAME-HEADER-BOUNDS"),
+        "{c:?}"
+    );
+    let text = report::summary(&r, Some(&manifest), None, false);
+    let security = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("security"))
+        .expect("a security line");
+    assert!(security.contains("WRONG_RULE 1"), "{text}");
+    // A v1 adapter (exit codes only): its rejections pass with no reason given, counted apart.
+    let r = run(&m, fake(&answer("")), T, false);
+    assert_eq!(
+        r.case("invalid/trailing").map(|c| c.outcome),
+        Some(Outcome::Pass)
+    );
+    let text = report::summary(&r, Some(&manifest), None, false);
+    assert!(text.contains("PASS (no reason given) 1"), "{text}");
+    assert!(
+        text.contains("rejections passed with no reason given"),
+        "{text}"
+    );
+    // Version 2 manifests judge by the first rule only.
+    let v2 = corpus_v2(&scratch("reasons-v2"));
+    let r = run(
+        &v2,
+        fake(&answer(r#"{"rule":"FRAME-HEADER-BOUNDS"}"#)),
+        T,
+        false,
+    );
+    assert_eq!(
+        r.case("invalid/trailing").map(|c| c.outcome),
+        Some(Outcome::WrongRule)
+    );
+    // A manifest version the runner does not know is refused by name.
+    let mut future: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&m).expect("read")).expect("json");
+    future["version"] = "99".into();
+    let err = Manifest::parse(&future.to_string()).expect_err("unknown version");
+    assert!(
+        err.contains("\"99\"") && err.contains("newer runner"),
+        "{err}"
+    );
+}
+
+/// An adapter that dies at start-up (here: a Python-like traceback after a banner) stops the
+/// run after --max-startup-deaths cases, with its error line quoted, exit 2; it cannot be
+/// blessed either way.
+#[test]
+fn an_adapter_that_never_starts_stops_the_run_and_is_not_blessed() {
+    let dir = scratch("dies");
+    let m = corpus(&dir);
+    let m = m.to_str().expect("utf-8 path");
+    let count = dir.join("count");
+    let script = format!(
+        "echo x >> '{}'; echo 'my-adapter 1.0 (build 7)' >&2; \
+         echo 'Traceback (most recent call last):' >&2; \
+         echo \"ModuleNotFoundError: No module named 'tinygrad'\" >&2; echo 'Node.js v20' >&2; exit 3",
+        count.display()
+    );
+    let known = dir.join("known.json");
+    let known = known.to_str().expect("utf-8");
+    let dead = |max: &str| {
+        stconform(&[
+            "--manifest",
+            m,
+            "--adapter",
+            "dead",
+            "--max-startup-deaths",
+            max,
+            "-j",
+            "1",
+            "--known-failures",
+            known,
+            "--bless",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "adapter",
+        ])
+    };
+    let (code, _, err) = dead("2");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2 times in a row"), "{err}");
+    assert!(
+        err.contains("ModuleNotFoundError: No module named 'tinygrad'"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Node.js v20"),
+        "the banner is not quoted: {err}"
+    );
+    let runs = fs::read_to_string(&count).expect("count").lines().count();
+    assert_eq!(runs, 2, "stopped after two cases");
+    assert!(!Path::new(known).exists(), "nothing blessed");
+
+    // With the tripwire off, the run goes on, and --bless still refuses an all-CRASH run.
+    let (code, _, err) = dead("0");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not blessing"), "{err}");
+    assert!(!Path::new(known).exists(), "nothing blessed");
+
+    // A v1 adapter whose start-up exception exits 1 (Python's ImportError does) refuses every
+    // file with the same traceback: that stops the run too.
+    let importer = "echo 'Traceback (most recent call last):' >&2; \
+                    echo \"ModuleNotFoundError: No module named 'x'\" >&2; exit 1";
+    let (code, _, err) = stconform(&[
+        "--manifest",
+        m,
+        "--adapter",
+        "importer",
+        "-j",
+        "1",
+        "--no-known-failures",
+        "--max-startup-deaths",
+        "3",
+        "--",
+        "sh",
+        "-c",
+        importer,
+        "adapter",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refused with the same words 3 times"), "{err}");
+
+    // An adapter that answers once (on the second case) is not stopped by later crashes.
+    let (code, out, err) = stconform(&[
+        "--manifest",
+        m,
+        "--adapter",
+        "flaky",
+        "--max-startup-deaths",
+        "2",
+        "-j",
+        "1",
+        "--no-known-failures",
+        "--",
+        "sh",
+        "-c",
+        r#"case "$1" in *trailing*) exit 1 ;; *) exit 3 ;; esac"#,
+        "adapter",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("CRASH 3"), "{out}");
+}
+
+/// A persistent adapter that prints a banner on standard output: the protocol error names the
+/// line of standard output, what it held, and where such text belongs.
+#[test]
+fn protocol_errors_name_the_line_that_broke() {
+    let dir = scratch("banner");
+    let m = corpus_v2(&dir);
+    let man = Manifest::load(&m).expect("manifest");
+    let adapter = dir.join("adapter.sh");
+    fs::write(
+        &adapter,
+        "echo 'loading weights...'\nwhile IFS= read -r line; do echo '{\"id\":\"x\"'; done\n",
+    )
+    .expect("write");
+    let mut opts = RunOptions {
+        persistent: true,
+        ..RunOptions::new(
+            "banner",
+            vec!["sh".into(), adapter.to_string_lossy().into_owned()],
+        )
+    };
+    opts.spec.timeout = T;
+    opts.spec.run = vec!["invalid/*".into()];
+    let r = run_all(&opts, &man, &dir, &|_| {});
+    let c = r.case("invalid/trailing").expect("case");
+    assert_eq!(c.outcome, Outcome::Crash);
+    assert!(
+        c.detail.contains("line 1 of the adapter's standard output")
+            && c.detail.contains("\"loading weights...\"")
+            && c.detail.contains("belongs on standard error"),
+        "{c:?}"
+    );
+}
+
+/// "N sharded-set cases not run" counts only the index cases --run/--skip would have run.
+#[test]
+fn the_sharded_set_note_counts_only_cases_the_filters_select() {
+    let dir = scratch("index-note");
+    let m = corpus_v2(&dir);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&m).expect("read")).expect("json");
+    v["cases"]
+        .as_array_mut()
+        .expect("cases")
+        .push(serde_json::json!({
+        "id": "valid/index/set", "path": "files/two.safetensors", "verdict": "accept",
+        "rules": [], "warnings": [], "deep": false, "kind": "index",
+        "class": "interoperability", "description": "a set"}));
+    fs::write(&m, v.to_string()).expect("write");
+    let m = m.to_str().expect("utf-8");
+    let (_, out, _) = stconform(&[
+        "--manifest",
+        m,
+        "--adapter",
+        "x",
+        "--no-known-failures",
+        "--run",
+        "invalid/*",
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+        "adapter",
+    ]);
+    assert!(!out.contains("sharded-set"), "{out}");
+    let (_, out, _) = stconform(&[
+        "--manifest",
+        m,
+        "--adapter",
+        "x",
+        "--no-known-failures",
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+        "adapter",
+    ]);
+    assert!(out.contains("(1 sharded-set cases not run"), "{out}");
 }

@@ -29,17 +29,10 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn options(name: &str, command: Vec<String>, work: &Path, timeout: Duration) -> WriterRunOptions {
-    WriterRunOptions {
-        adapter: name.to_owned(),
-        command,
-        timeout,
-        jobs: 2,
-        run: vec![],
-        skip: vec![],
-        large: false,
-        work: work.to_path_buf(),
-        keep: false,
-    }
+    let mut opts = WriterRunOptions::new(name, command, work.to_path_buf());
+    opts.spec.timeout = timeout;
+    opts.spec.jobs = 2;
+    opts
 }
 
 fn outcome(r: &WriterResults, id: &str) -> WriterOutcome {
@@ -534,7 +527,10 @@ fn known_failures_catch_every_change_and_bless_records_them() {
     );
     assert!(matches!(
         gone.check(&r, &tasks).as_slice(),
-        [Difference::UnknownTask { .. }]
+        [Difference::Unknown {
+            what: "listed task does not exist",
+            ..
+        }]
     ));
     let good = run_fake("known-good", r#"exec "$W" "$1" "$2""#, T);
     let diffs = blessed.check(&good, &tasks);

@@ -23,22 +23,13 @@
 // Exit codes: 0 accepted (JSON on stdout), 1 the parser threw (rejected), 2 usage or I/O
 // error, 3 the adapter's own fetch failed (a bug here, not a verdict).
 import { readFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { nodeDirArgs, serve } from "./stconform_protocol.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-let nodeDir = resolve(here, "../../../target/conformance-node");
-if (args[0] === "--node-dir") {
-  nodeDir = resolve(args[1] ?? "");
-  args.splice(0, 2);
-}
-if (args.length !== 1) {
-  console.error("usage: hub_parse_adapter.mjs [--node-dir DIR] (FILE | --persistent)");
-  process.exit(2);
-}
+const { nodeDir, target } = nodeDirArgs("hub_parse_adapter.mjs", resolve(here, "../../../target/conformance-node"));
 
 let hub;
 try {
@@ -164,21 +155,4 @@ async function answer(file, kind) {
   return { status: "accept", tensors: tensorsOf(header), ...(plain ? { metadata: meta } : {}) };
 }
 
-if (args[0] === "--persistent") {
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    const request = JSON.parse(line);
-    const { status, ...members } = await answer(request.path, request.kind ?? "file");
-    if (status === "io") {
-      console.error(`hub_parse_adapter: ${members.message}`);
-      process.exit(2);
-    }
-    process.stdout.write(JSON.stringify({ id: request.id, status, ...members }) + "\n");
-  }
-} else {
-  const { status, ...members } = await answer(args[0], process.env.STCONFORM_KIND ?? "file");
-  const codes = { accept: 0, reject: 1, crash: 3, io: 2 };
-  if (status !== "accept") console.error(members.message);
-  if (status !== "io") process.stdout.write(JSON.stringify(members) + "\n");
-  process.exitCode = codes[status];
-}
+await serve("hub_parse_adapter", target, answer);

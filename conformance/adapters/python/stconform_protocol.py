@@ -83,6 +83,37 @@ def index_shards(index_path):
     return list(dict.fromkeys(weight_map.values()))
 
 
+# Every dtype of the format (SPEC.md), for telling "the implementation lacks this dtype"
+# (unsupported) from "this is not a dtype" (a fault of the file).
+FORMAT_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16",
+                 "F32", "F64", "C64", "F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+                 "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"}
+
+
+def header_dtypes(path):
+    """The dtypes a file's header names, read the plain way (8-byte length, UTF-8 JSON);
+    an empty set when the header cannot be read so (the implementation then decides)."""
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if n > 100_000_000:
+                return set()
+            header = json.loads(f.read(n).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    if not isinstance(header, dict):
+        return set()
+    return {v.get("dtype") for k, v in header.items()
+            if k != "__metadata__" and isinstance(v, dict) and isinstance(v.get("dtype"), str)}
+
+
+def require_dtypes(path, supported, library):
+    """Raise Unsupported when the file names a dtype of the format that `supported` lacks."""
+    missing = sorted((header_dtypes(path) & FORMAT_DTYPES) - set(supported))
+    if missing:
+        raise Unsupported(f"{library} has no dtype {', '.join(missing)}")
+
+
 FLOAT_FORMATS = {
     "F16": "float16", "F32": "float32", "F64": "float64", "BF16": "bfloat16",
     "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E4M3FNUZ": "float8_e4m3fnuz",

@@ -40,6 +40,17 @@ def load_task(path):
     return tensors, task.get("metadata")
 
 
+def require_shape_fits(t, itemsize, what, dtype_name):
+    """Raise Unsupported when `t`'s bytes cannot be `what` (an array, a tensor) of its shape
+    and dtype: an array always matches its shape, a task may not."""
+    count = 1
+    for d in t.shape:
+        count *= d
+    if count * itemsize != len(t.data):
+        raise Unsupported(f"tensor {t.name!r}: {len(t.data)} bytes cannot be {what} of "
+                          f"shape {t.shape} and dtype {dtype_name}")
+
+
 def numpy_arrays(tensors, dtypes):
     """A dict of NumPy arrays, one per tensor; `dtypes` maps header dtype names to NumPy
     dtypes. Raises Unsupported for what an array cannot hold: a dtype without a NumPy type,
@@ -52,19 +63,17 @@ def numpy_arrays(tensors, dtypes):
         if t.dtype not in dtypes:
             raise Unsupported(f"no NumPy dtype for {t.dtype}")
         dtype = np.dtype(dtypes[t.dtype])
-        count = 1
-        for d in t.shape:
-            count *= d
-        if count * dtype.itemsize != len(t.data):
-            raise Unsupported(f"tensor {t.name!r}: {len(t.data)} bytes cannot be an array of "
-                              f"shape {t.shape} and dtype {dtype.name}")
+        require_shape_fits(t, dtype.itemsize, "an array", dtype.name)
         if t.name in arrays:
             raise Unsupported(f"a dict cannot hold two tensors named {t.name!r}")
         arrays[t.name] = np.frombuffer(t.data, dtype=dtype).reshape(t.shape)
     return arrays
 
 
-def main(name, write, argv):
+def main(name, write, argv, refusals=(Exception,)):
+    """Run the adapter. `refusals` are the exception types that are the writer's deliberate
+    refusals (exit 1); any other exception is a crash (exit 3). The default takes every
+    Exception as a refusal, for libraries whose error types cover what they raise."""
     if len(argv) != 2:
         print(f"usage: {name} TASK.json OUT.safetensors", file=sys.stderr)
         return EXIT_USAGE
@@ -81,7 +90,7 @@ def main(name, write, argv):
     except MemoryError as e:
         print(f"crash: MemoryError: {e}", file=sys.stderr)
         return EXIT_CRASH
-    except Exception as e:  # the writer's way to refuse
+    except refusals as e:  # the writer's way to refuse
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_REFUSED
     except BaseException as e:  # pyo3's PanicException: the library panicked

@@ -3,6 +3,9 @@
 //! ```text
 //! stcorpus generate [--out DIR] [--recipes DIR]   committed cases + manifest.json (default corpus/)
 //! stcorpus --large DIR [--recipes DIR]            the large on-demand cases into DIR
+//! stcorpus pack [--corpus DIR] --out FILE.tar.gz  a versioned release archive (reproducible)
+//! stcorpus export [--corpus DIR] --out DIR        the same release, unpacked (for a wheel)
+//! stcorpus verify DIR|FILE.tar.gz                 check a release against its RELEASE.json
 //! ```
 //!
 //! Exit status: 0 on success, 2 on an error (a bad recipe, an I/O error, a bad argument).
@@ -13,7 +16,16 @@ use std::process::ExitCode;
 use stcheck_conformance::corpus;
 
 const USAGE: &str = "usage: stcorpus generate [--out DIR] [--recipes DIR]
-       stcorpus --large DIR [--recipes DIR]";
+       stcorpus --large DIR [--recipes DIR]
+       stcorpus pack [--corpus DIR] --out FILE.tar.gz
+       stcorpus export [--corpus DIR] --out DIR
+       stcorpus verify DIR|FILE.tar.gz
+
+generate writes corpus/ from its recipes; --large the large cases. pack writes a release
+archive of corpus/ (the reader cases, the writer tasks, the recipes and documents) under
+stcheck-corpus-VERSION/ with a RELEASE.json (corpus and manifest versions, case counts, a
+checksum of the contents), the same bytes every time; export writes the release unpacked;
+verify checks one. Exit status: 0 on success, 2 on an error.";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -25,7 +37,65 @@ fn main() -> ExitCode {
     }
 }
 
+fn release(command: &str, args: &[String]) -> Result<(), String> {
+    let mut corpus_dir = corpus::default_corpus_dir();
+    let mut out: Option<PathBuf> = None;
+    let mut it = args.iter();
+    let mut target = None;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--corpus" => corpus_dir = it.next().ok_or("--corpus needs a directory")?.into(),
+            "--out" => out = Some(it.next().ok_or("--out needs a path")?.into()),
+            other if command == "verify" && target.is_none() => target = Some(PathBuf::from(other)),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    let show = |r: &corpus::archive::Release| {
+        format!(
+            "corpus {} (manifest {}): {} cases, {} large, {} writer tasks, {} files, content \
+             sha256 {}",
+            r.corpus_version,
+            r.manifest_version,
+            r.cases,
+            r.large_cases,
+            r.writer_tasks,
+            r.files,
+            r.content_sha256
+        )
+    };
+    match command {
+        "pack" => {
+            let out = out.ok_or("pack needs --out FILE.tar.gz")?;
+            let r = corpus::archive::pack(&corpus_dir, &out)?;
+            println!("{}: {}", out.display(), show(&r));
+        }
+        "export" => {
+            let out = out.ok_or("export needs --out DIR")?;
+            let r = corpus::archive::export(&corpus_dir, &out)?;
+            println!("{}: {}", out.display(), show(&r));
+        }
+        _ => {
+            let target = target.ok_or("verify needs a directory or an archive")?;
+            let r = if target.is_dir() {
+                corpus::archive::verify(&target)?
+            } else {
+                let cache = std::env::temp_dir().join("stcorpus-verify");
+                corpus::archive::unpack(&target, &cache)?.1
+            };
+            println!("{}: intact, {}", target.display(), show(&r));
+        }
+    }
+    Ok(())
+}
+
 fn run(args: Vec<String>) -> Result<(), String> {
+    if let Some(command @ ("pack" | "export" | "verify")) = args.first().map(String::as_str) {
+        return release(command, &args[1..]);
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
     if !cfg!(debug_assertions) {
         // The manifest's `reference` verdicts are observed with overflow checks on (the dev
         // profile): there the reference's unchecked offset addition panics, where a release

@@ -180,6 +180,9 @@ pub struct Recipe {
     pub rules: Vec<String>,
     /// Warnings a strict reader reports (in file order).
     pub warnings: Vec<String>,
+    /// `also:` other rules a correct reader may name when it rejects the file (a rejected
+    /// case's acceptable rules are its first rule and these).
+    pub also: Vec<String>,
     /// Only the deep scan (tensor bytes) can see the fault or the warning.
     pub deep: bool,
     /// Generated only on demand (`--large`), never committed.
@@ -351,6 +354,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
                 portable: None,
                 rules: Vec::new(),
                 warnings: Vec::new(),
+                also: Vec::new(),
                 deep: false,
                 large: false,
                 description: String::new(),
@@ -388,6 +392,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Recipe>, RecipeError> {
             "portable" => r.portable = Some(parse_verdict(&origin, value)?),
             "rules" => r.rules = parse_list(value),
             "warnings" => r.warnings = parse_list(value),
+            "also" => r.also = parse_list(value),
             "deep" => r.deep = parse_bool(&origin, value)?,
             "large" => r.large = parse_bool(&origin, value)?,
             "description" => r.description = value.to_owned(),
@@ -603,7 +608,13 @@ fn check(r: &Recipe) -> Result<(), RecipeError> {
     if r.verdict == Verdict::Reject && r.rules.is_empty() {
         return err(o, "a rejected case needs its rule first in rules");
     }
-    for id in r.rules.iter().chain(&r.warnings) {
+    if r.verdict != Verdict::Reject && !r.also.is_empty() {
+        return err(
+            o,
+            "also: is for rejected cases (other rules a reader may name)",
+        );
+    }
+    for id in r.rules.iter().chain(&r.warnings).chain(&r.also) {
         if stcheck::Rule::from_id(id).is_none() {
             return err(o, format!("unknown rule {id:?}"));
         }

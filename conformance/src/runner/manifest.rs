@@ -115,11 +115,7 @@ impl Class {
     }
 }
 
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::harness::display_by_name!(Class);
 
 /// One case of the corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +135,10 @@ pub struct Case {
     /// Rule IDs of the warnings the strict profile reports on it.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// For a rejected case: every rule a correct reader may name when it rejects the file
+    /// (version 3; absent before, when only the first of `rules` is).
+    #[serde(default)]
+    pub acceptable_rules: Option<Vec<String>>,
     /// The fault is only visible to a scan of the data region; a header-only reader is
     /// expected to accept the file.
     #[serde(default)]
@@ -164,12 +164,29 @@ pub struct Case {
     pub kind: Kind,
 }
 
+/// The manifest versions this runner reads.
+pub const MANIFEST_VERSIONS: &[&str] = &["1", "2", "3"];
+
+impl Case {
+    /// For a rejected case, the rules a reader may name: `acceptable_rules`, else the first of
+    /// `rules`.
+    pub fn acceptable(&self) -> Vec<&str> {
+        match &self.acceptable_rules {
+            Some(list) => list.iter().map(String::as_str).collect(),
+            None => self.rules.first().map(String::as_str).into_iter().collect(),
+        }
+    }
+}
+
 /// The whole manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// Format version, `"1"` or `"2"` (2 adds `class`, `kind`, `tensor_count`, `values`,
-    /// `shard`).
+    /// Format version, one of [`MANIFEST_VERSIONS`] (2 adds `class`, `kind`, `tensor_count`,
+    /// `values`, `shard`; 3 adds `acceptable_rules`).
     pub version: String,
+    /// The corpus release (`corpus/CHANGELOG.md`), from version 3 on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_version: Option<String>,
     /// The cases.
     pub cases: Vec<Case>,
     /// Large cases (hundreds of MB), not in `corpus/`: generated on demand into a directory
@@ -194,12 +211,17 @@ impl fmt::Display for ManifestError {
 impl std::error::Error for ManifestError {}
 
 impl Manifest {
-    /// Parse a manifest, and check what the runner relies on: version `"1"` or `"2"`, unique
-    /// IDs, relative paths that stay inside the corpus.
+    /// Parse a manifest, and check what the runner relies on: a version it knows
+    /// ([`MANIFEST_VERSIONS`]), unique IDs, relative paths that stay inside the corpus.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let m: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if m.version != "1" && m.version != "2" {
-            return Err(format!("unsupported manifest version {:?}", m.version));
+        if !MANIFEST_VERSIONS.contains(&m.version.as_str()) {
+            return Err(format!(
+                "manifest version {:?} is not one this runner knows ({}): a newer corpus \
+                 needs a newer runner",
+                m.version,
+                MANIFEST_VERSIONS.join(", ")
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for c in m.cases.iter().chain(&m.large) {

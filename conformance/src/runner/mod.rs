@@ -15,7 +15,7 @@
 //! built-in adapters) and [`run`] (everything over a corpus, in parallel).
 
 pub mod classify;
-pub mod config;
+pub use crate::harness::config;
 pub mod exec;
 pub mod glob;
 pub mod known;

@@ -1,7 +1,5 @@
 //! The result of one case, as an enum (never a string compared by hand).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 /// What happened when an adapter ran on one case.
@@ -106,8 +104,4 @@ impl Outcome {
     }
 }
 
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::harness::impl_verdict!(Outcome, pass: Pass, no_answer: Crash | Timeout);

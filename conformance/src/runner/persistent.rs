@@ -35,6 +35,8 @@ struct Process {
     stderr_done: Receiver<()>,
     /// No request answered yet (the first gets the startup allowance).
     fresh: bool,
+    /// Lines read from its standard output so far.
+    lines_read: usize,
 }
 
 /// What one request produced.
@@ -182,6 +184,7 @@ impl Worker {
                 stderr,
                 stderr_done,
                 fresh: true,
+                lines_read: 0,
             });
         }
         self.process
@@ -224,13 +227,27 @@ impl Worker {
             .lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
-            Ok(Line::Text(Ok(bytes))) => match protocol::parse_reply(&bytes, id) {
-                Ok(reply) => Some(Asked::Reply(reply)),
-                Err(e) => Some(Asked::ProtocolError(e)),
-            },
-            Ok(Line::Text(Err(len))) => Some(Asked::ProtocolError(format!(
-                "a reply line of {len} bytes, over the {OUTPUT_LIMIT}-byte limit"
-            ))),
+            Ok(Line::Text(Ok(bytes))) => {
+                p.lines_read += 1;
+                match protocol::parse_reply(&bytes, id) {
+                    Ok(reply) => Some(Asked::Reply(reply)),
+                    Err(e) => Some(Asked::ProtocolError(format!(
+                        "line {} of the adapter's standard output, read as the reply to {id:?}: \
+                         {e}. Standard output carries one JSON reply line per request and \
+                         nothing else: a banner, a progress line or a value printed for \
+                         debugging belongs on standard error",
+                        p.lines_read
+                    ))),
+                }
+            }
+            Ok(Line::Text(Err(len))) => {
+                p.lines_read += 1;
+                Some(Asked::ProtocolError(format!(
+                    "line {} of the adapter's standard output, read as the reply to {id:?}: \
+                     {len} bytes, over the {OUTPUT_LIMIT}-byte limit",
+                    p.lines_read
+                )))
+            }
             Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => None,
             Err(RecvTimeoutError::Timeout) => Some(Asked::TimedOut),
         };

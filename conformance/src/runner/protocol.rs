@@ -97,9 +97,43 @@ pub fn parse(stdout: &[u8]) -> Result<Reported, String> {
 /// JavaScript's `JSON.stringify` writes for a string holding one) becomes U+FFFD: serde_json
 /// has no string type for it, and no expected name or value holds one.
 pub fn json(bytes: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        format!(
+            "not UTF-8 at byte {at}, after {}",
+            excerpt(&String::from_utf8_lossy(&bytes[..at]), 60, true)
+        )
+    })?;
     let text = replace_lone_surrogates(text);
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    serde_json::from_str(&text).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+        let lines = text.lines().count();
+        let of = if lines > 1 {
+            format!(" (of {lines} lines)")
+        } else {
+            String::new()
+        };
+        format!("{e}{of}; that line starts {}", excerpt(line, 80, false))
+    })
+}
+
+/// Text for a message: its first (or, with `tail`, last) `max` characters, escaped and
+/// quoted, so that what an adapter printed cannot forge the report.
+pub fn excerpt(text: &str, max: usize, tail: bool) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let (shown, cut) = if chars.len() <= max {
+        (chars.as_slice(), false)
+    } else if tail {
+        (&chars[chars.len() - max..], true)
+    } else {
+        (&chars[..max], true)
+    };
+    let s: String = shown.iter().collect::<String>().escape_debug().collect();
+    match (cut, tail) {
+        (false, _) => format!("\"{s}\""),
+        (true, false) => format!("\"{s}...\""),
+        (true, true) => format!("\"...{s}\""),
+    }
 }
 
 fn surrogate_at(b: &[u8], i: usize) -> Option<u16> {

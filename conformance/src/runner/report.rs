@@ -3,11 +3,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::classify::Judge;
+use super::classify::{Expect, Judge};
 use super::known::Difference;
 use super::manifest::{Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
 use super::run::{CaseResult, RunResults};
+use crate::harness;
+use crate::harness::report::{count, divergences_head, failures, matrix_head, md, table};
 
 fn judge_name(j: Judge) -> &'static str {
     match j {
@@ -19,24 +21,34 @@ fn judge_name(j: Judge) -> &'static str {
 
 /// The counts of a run, e.g. `PASS 150, SHOULD_HAVE_REJECTED 3`.
 pub fn counts(results: &RunResults) -> String {
-    Outcome::ALL
-        .iter()
-        .filter_map(|o| results.summary.get(o).map(|n| format!("{o} {n}")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    harness::report::counts(&results.summary)
 }
 
-/// The counts of some cases, e.g. `PASS 150, SHOULD_HAVE_REJECTED 3`.
-fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult>) -> String {
+/// Whether a case passed as a rejection without the adapter naming a rule: the runner cannot
+/// tell a right reason from a wrong one.
+pub fn no_reason_given(c: &CaseResult) -> bool {
+    c.outcome == Outcome::Pass && c.expected == Expect::Reject && c.rule.is_none()
+}
+
+/// The counts of some cases, with the passes split by reason, e.g. `PASS 120, PASS (no
+/// reason given) 30, WRONG_RULE 2`: `PASS` counts accepted files read right and rejections
+/// for an acceptable rule, `PASS (no reason given)` rejections that named no rule.
+fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult> + Clone) -> String {
+    let unexplained = cases.clone().filter(|c| no_reason_given(c)).count();
     let mut by: BTreeMap<Outcome, usize> = BTreeMap::new();
-    for c in cases {
+    for c in cases.filter(|c| !no_reason_given(c)) {
         *by.entry(c.outcome).or_default() += 1;
     }
-    Outcome::ALL
-        .iter()
-        .filter_map(|o| by.get(o).map(|n| format!("{o} {n}")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut parts: Vec<String> = Vec::new();
+    for o in Outcome::ALL {
+        if let Some(n) = by.get(o) {
+            parts.push(format!("{o} {n}"));
+        }
+        if *o == Outcome::Pass && unexplained > 0 {
+            parts.push(format!("PASS (no reason given) {unexplained}"));
+        }
+    }
+    parts.join(", ")
 }
 
 /// `[RULE, RULE] description` of a case, from the manifest.
@@ -74,10 +86,14 @@ pub fn summary(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stconform: {} ({}{}), {} cases: {}",
+        "stconform: {} ({}{}{}), {} cases: {}",
         results.adapter,
         judge_name(results.judge),
         if results.deep { ", deep" } else { "" },
+        match &results.corpus_version {
+            Some(v) => format!(", corpus {v}"),
+            None => String::new(),
+        },
         results.cases.len(),
         counts(results)
     );
@@ -95,11 +111,22 @@ pub fn summary(
             );
         }
     }
+    let unexplained = results.cases.iter().filter(|c| no_reason_given(c)).count();
+    if unexplained > 0 {
+        let _ = writeln!(
+            s,
+            "  ({unexplained} rejections passed with no reason given: an adapter that names the \
+             rule (protocol v2, PROTOCOL.md) has each checked against the case's acceptable \
+             rules)"
+        );
+    }
     if let Some(m) = manifest {
+        // Only the index cases this run's --run/--skip would have selected.
         let skipped = m
             .cases
             .iter()
             .filter(|c| c.kind == Kind::Index && results.case(&c.id).is_none())
+            .filter(|c| crate::runner::glob::selected(&results.run, &results.skip, &c.id, &c.path))
             .count();
         if !results.index && skipped > 0 {
             let _ = writeln!(
@@ -135,46 +162,22 @@ pub fn summary(
         }
         let _ = writeln!(s, "{line}");
     }
-    match differences {
-        None => {}
-        Some([]) => {
-            let _ = writeln!(s, "known failures: every result is as recorded");
-        }
-        Some(d) => {
-            let _ = writeln!(
-                s,
-                "known failures: {} difference(s) from the recorded results:",
-                d.len()
-            );
-            for x in d {
-                let _ = writeln!(s, "  {x}");
-            }
-        }
-    }
+    harness::report::known_failures_tail(&mut s, differences);
     s
-}
-
-fn md(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
 
 /// The Markdown report of several runs over one corpus: a summary table, each
 /// implementation's divergences, and the matrix of cases x implementations.
 pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "## Summary\n");
-    let _ = writeln!(
-        s,
-        "| Implementation | judged against | cases | PASS | failures | failures by class | unsupported | implementation-defined: accepts / rejects |"
+    table(
+        &mut s,
+        "Summary",
+        "| Implementation | judged against | cases | PASS | failures | failures by class | unsupported | implementation-defined: accepts / rejects |",
+        "|---|---|---:|---:|---|---|---:|---|",
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---|---|---:|---|");
     for r in runs {
-        let n = |o: Outcome| r.summary.get(&o).copied().unwrap_or(0);
-        let fails: Vec<String> = Outcome::ALL
-            .iter()
-            .filter(|o| o.is_failure() && n(**o) > 0)
-            .map(|o| format!("{o} {}", n(*o)))
-            .collect();
+        let n = |o| count(&r.summary, o);
         let by_class: Vec<String> = Class::ALL
             .iter()
             .filter_map(|class| {
@@ -194,11 +197,7 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
             if r.deep { " (deep)" } else { "" },
             r.cases.len(),
             n(Outcome::Pass),
-            if fails.is_empty() {
-                "none".to_owned()
-            } else {
-                fails.join(", ")
-            },
+            failures(&r.summary),
             if by_class.is_empty() {
                 "-".to_owned()
             } else {
@@ -212,15 +211,11 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
 
     let _ = writeln!(s, "\n## Divergences by implementation\n");
     for r in runs {
-        let _ = writeln!(s, "### {}\n", md(&r.adapter));
         let mut by: BTreeMap<Outcome, Vec<&CaseResult>> = BTreeMap::new();
-        for c in &r.cases {
-            if c.outcome != Outcome::Pass {
-                by.entry(c.outcome).or_default().push(c);
-            }
+        for c in r.cases.iter().filter(|c| c.outcome != Outcome::Pass) {
+            by.entry(c.outcome).or_default().push(c);
         }
-        if by.is_empty() {
-            let _ = writeln!(s, "Passes every case.\n");
+        if !divergences_head(&mut s, &r.adapter, !by.is_empty(), "case") {
             continue;
         }
         for (o, mut cases) in by {
@@ -255,13 +250,12 @@ pub fn matrix(runs: &[RunResults], manifest: Option<&Manifest>) -> String {
          **NO-PANIC** = the reference panics here and this run did not crash (reference-judged \
          runs only); `-` = not run.\n"
     );
-    let mut header = "| Case | verdict | class |".to_owned();
-    let mut rule = "|---|---|---|".to_owned();
-    for r in runs {
-        let _ = write!(header, " {} |", md(&r.adapter));
-        rule.push_str("---|");
-    }
-    let _ = writeln!(s, "{header}\n{rule}");
+    matrix_head(
+        &mut s,
+        "| Case | verdict | class |",
+        "|---|---|---|",
+        runs.iter().map(|r| r.adapter.as_str()),
+    );
     let ids: Vec<String> = match manifest {
         // Large cases get a row only when some run included them.
         Some(m) => m

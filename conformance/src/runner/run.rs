@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +13,9 @@ use super::manifest::{Case, Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
 use super::persistent::{Asked, Worker};
 use super::protocol::{self, Reason, Reply};
+use crate::harness::main::{clip_line, is_error_line};
+use crate::harness::pool::{parallel_map, Life, Tripwire};
+use crate::harness::{Results, RunSpec};
 
 /// The version of the results JSON.
 pub const RESULTS_VERSION: &str = "2";
@@ -25,18 +26,8 @@ pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
 /// How to run an adapter.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// The adapter's name, for reports.
-    pub adapter: String,
-    /// Program and arguments; the file path is appended.
-    pub command: Vec<String>,
-    /// Per-case timeout.
-    pub timeout: Duration,
-    /// Worker threads (at least 1).
-    pub jobs: usize,
-    /// `--run` patterns (empty: every case).
-    pub run: Vec<String>,
-    /// `--skip` patterns.
-    pub skip: Vec<String>,
+    /// The adapter, its command (the file path is appended), timeout, workers, filters.
+    pub spec: RunSpec,
     /// The adapter scans the data region (`--deep`).
     pub deep: bool,
     /// Which verdicts to judge against.
@@ -54,12 +45,7 @@ impl RunOptions {
     /// Options with the defaults: no filter, strict verdicts, one-shot, no index mode.
     pub fn new(adapter: impl Into<String>, command: Vec<String>) -> RunOptions {
         RunOptions {
-            adapter: adapter.into(),
-            command,
-            timeout: Duration::from_secs(10),
-            jobs: 1,
-            run: Vec::new(),
-            skip: Vec::new(),
+            spec: RunSpec::new(adapter, command, Duration::from_secs(10)),
             deep: false,
             judge: Judge::Strict,
             persistent: false,
@@ -72,7 +58,7 @@ impl RunOptions {
     /// for an adapter with an index mode.
     pub fn selects(&self, case: &Case) -> bool {
         (self.index || case.kind != Kind::Index)
-            && glob::selected(&self.run, &self.skip, &case.id, &case.path)
+            && glob::selected(&self.spec.run, &self.spec.skip, &case.id, &case.path)
     }
 }
 
@@ -114,6 +100,9 @@ pub struct RunResults {
     pub version: String,
     /// Adapter name.
     pub adapter: String,
+    /// The corpus release the run used (manifest version 3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus_version: Option<String>,
     /// Its command.
     pub command: Vec<String>,
     /// What it was judged against.
@@ -128,27 +117,33 @@ pub struct RunResults {
     /// Index cases were run.
     #[serde(default)]
     pub index: bool,
+    /// The `--run` patterns of the run (empty: every case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run: Vec<String>,
+    /// Its `--skip` patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
     /// Count per outcome.
     pub summary: BTreeMap<Outcome, usize>,
     /// Per case, in manifest order (selected cases only).
     pub cases: Vec<CaseResult>,
 }
 
+crate::harness::impl_judged!(CaseResult, Outcome);
+
+crate::harness::impl_results!(RunResults, cases, CaseResult);
+
 impl RunResults {
     /// The result of one case.
     pub fn case(&self, id: &str) -> Option<&CaseResult> {
-        self.cases.iter().find(|c| c.id == id)
-    }
-
-    /// Whether any case failed.
-    pub fn any_failure(&self) -> bool {
-        self.cases.iter().any(|c| c.outcome.is_failure())
+        self.item(id)
     }
 }
 
 /// The line of standard error that says why: a Rust panic's message (the line after
-/// "panicked at"), else the last non-empty line (where Python and Node put the exception),
-/// clipped to 200 characters, control characters replaced.
+/// "panicked at"), else the last line that looks like an error (where Python and Node put
+/// the exception; Node's version banner after it is not chosen), else the last non-empty
+/// line; clipped to 200 characters, control characters replaced.
 pub(crate) fn reason_line(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -157,12 +152,16 @@ pub(crate) fn reason_line(stderr: &[u8]) -> String {
             Some(next) => format!("{} {}", lines[i].trim(), next.trim()),
             None => lines[i].to_owned(),
         },
-        None => lines.last().copied().unwrap_or("").to_owned(),
+        None => lines
+            .iter()
+            .rev()
+            .find(|l| is_error_line(l))
+            .or(lines.last())
+            .copied()
+            .unwrap_or("")
+            .to_owned(),
     };
-    line.chars()
-        .take(200)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    clip_line(&line)
 }
 
 /// The environment variables of protocol v2, for one case (one-shot) or a process
@@ -189,17 +188,19 @@ struct Ran {
     answer: Answer,
     exit_code: Option<i32>,
     stderr: Vec<u8>,
+    /// Whether the adapter answered.
+    life: Life,
 }
 
 /// Run one case in one-shot mode.
 fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> {
     let ran = exec::run(
-        &opts.command,
+        &opts.spec.command,
         file,
         &protocol_env(Some(case.kind)),
-        opts.timeout,
+        opts.spec.timeout,
     )
-    .map_err(|e| format!("cannot start {:?}: {e}", opts.command.first()))?;
+    .map_err(|e| format!("cannot start {:?}: {e}", opts.spec.command.first()))?;
     let answer = match ran.status {
         exec::Status::TimedOut => Answer::TimedOut,
         exec::Status::Signaled(sig) => Answer::Crashed(format!("killed by signal {sig}")),
@@ -210,7 +211,13 @@ fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> 
         exec::Status::Exited(4) => Answer::Unsupported(Reason::from_stdout(&ran.stdout)),
         exec::Status::Exited(code) => Answer::Crashed(format!("exit code {code}")),
     };
+    let life = match answer {
+        Answer::Crashed(_) | Answer::TimedOut => Life::NoAnswer,
+        Answer::Rejected(_) => Life::Refused,
+        _ => Life::Answered,
+    };
     Ok(Ran {
+        life,
         answer,
         exit_code: match ran.status {
             exec::Status::Exited(c) => Some(c),
@@ -233,9 +240,14 @@ fn run_persistent(
         "kind": kind_name(case.kind),
     });
     let (asked, stderr) = worker
-        .ask(&case.id, &request, opts.timeout)
-        .map_err(|e| format!("cannot start {:?}: {e}", opts.command.first()))?;
+        .ask(&case.id, &request, opts.spec.timeout)
+        .map_err(|e| format!("cannot start {:?}: {e}", opts.spec.command.first()))?;
     let mut exit_code = None;
+    let life = match asked {
+        // A persistent adapter that replies is running: its refusals are its own.
+        Asked::Reply(_) => Life::Answered,
+        _ => Life::NoAnswer,
+    };
     let answer = match asked {
         Asked::Reply(Reply::Accept(v)) => Answer::Accepted(Ok(v)),
         Asked::Reply(Reply::Reject(r)) => Answer::Rejected(r),
@@ -255,6 +267,7 @@ fn run_persistent(
         answer,
         exit_code,
         stderr,
+        life,
     })
 }
 
@@ -265,6 +278,7 @@ fn run_case(
     corpus: &Path,
     index: usize,
     worker: Option<&mut Worker>,
+    stop: &Tripwire,
 ) -> CaseResult {
     let case = &manifest.cases[index];
     let exp = Expectation::of(case, opts.judge, opts.deep);
@@ -294,8 +308,12 @@ fn run_case(
     };
     let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     match ran {
-        Err(detail) => CaseResult { detail, ..base },
+        Err(detail) => {
+            stop.record(Life::NoAnswer, detail.as_bytes());
+            CaseResult { detail, ..base }
+        }
         Ok(ran) => {
+            stop.record(ran.life, &ran.stderr);
             let (outcome, detail) = classify(&exp, &ran.answer);
             let (rule, message) = match &ran.answer {
                 Answer::Rejected(r) | Answer::Unsupported(r) => (r.rule.clone(), r.message.clone()),
@@ -323,52 +341,58 @@ pub fn run_all(
     corpus: &Path,
     progress: &(dyn Fn(&CaseResult) + Sync),
 ) -> RunResults {
+    run_all_until(
+        opts,
+        manifest,
+        corpus,
+        progress,
+        &Tripwire::new(opts.spec.max_startup_deaths),
+    )
+}
+
+/// [`run_all`], stopped by `stop` (the cases not started are left out of the results).
+pub fn run_all_until(
+    opts: &RunOptions,
+    manifest: &Manifest,
+    corpus: &Path,
+    progress: &(dyn Fn(&CaseResult) + Sync),
+    stop: &Tripwire,
+) -> RunResults {
     let chosen: Vec<usize> = (0..manifest.cases.len())
         .filter(|&i| opts.selects(&manifest.cases[i]))
         .collect();
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; chosen.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..opts.jobs.max(1).min(chosen.len().max(1)) {
-            s.spawn(|| {
-                let mut worker = opts.persistent.then(|| {
-                    let env = protocol_env(None)
-                        .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                        .collect();
-                    Worker::new(opts.command.clone(), env, opts.startup)
-                });
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = chosen.get(k) else { break };
-                    let r = run_case(opts, manifest, corpus, i, worker.as_mut());
-                    progress(&r);
-                    if let Ok(mut v) = slots.lock() {
-                        v[k] = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    let cases: Vec<CaseResult> = slots
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .into_iter()
-        .flatten()
-        .collect();
+    let cases = parallel_map(
+        &chosen,
+        opts.spec.jobs,
+        stop,
+        || {
+            opts.persistent.then(|| {
+                let env = protocol_env(None)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                Worker::new(opts.spec.command.clone(), env, opts.startup)
+            })
+        },
+        |worker, &i| run_case(opts, manifest, corpus, i, worker.as_mut(), stop),
+        progress,
+    );
     let mut summary = BTreeMap::new();
     for c in &cases {
         *summary.entry(c.outcome).or_insert(0) += 1;
     }
     RunResults {
         version: RESULTS_VERSION.to_owned(),
-        adapter: opts.adapter.clone(),
-        command: opts.command.clone(),
+        adapter: opts.spec.adapter.clone(),
+        corpus_version: manifest.corpus_version.clone(),
+        command: opts.spec.command.clone(),
         judge: opts.judge,
         deep: opts.deep,
-        timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
+        timeout_ms: u64::try_from(opts.spec.timeout.as_millis()).unwrap_or(u64::MAX),
         persistent: opts.persistent,
         index: opts.index,
+        run: opts.spec.run.clone(),
+        skip: opts.spec.skip.clone(),
         summary,
         cases,
     }

@@ -1,7 +1,5 @@
 //! The result of one writer task, as an enum.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 /// What happened when a writer adapter ran one task.
@@ -109,8 +107,4 @@ impl WriterOutcome {
     }
 }
 
-impl fmt::Display for WriterOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::harness::impl_verdict!(WriterOutcome, pass: Pass, no_answer: Crash | Timeout);

@@ -7,14 +7,12 @@ use super::known::Difference;
 use super::outcome::WriterOutcome;
 use super::run::{TaskResult, WriterResults};
 use super::task::Task;
+use crate::harness;
+use crate::harness::report::{code, count, divergences_head, failures, matrix_head, md, table};
 
 /// The counts of a run, worst first, e.g. `SHOULD_HAVE_REFUSED 2, PASS 40`.
 pub fn counts(results: &WriterResults) -> String {
-    WriterOutcome::ALL
-        .iter()
-        .filter_map(|o| results.summary.get(o).map(|n| format!("{o} {n}")))
-        .collect::<Vec<_>>()
-        .join(", ")
+    harness::report::counts(&results.summary)
 }
 
 /// How many files were written with the task's content, and how many of them are canonical.
@@ -83,43 +81,8 @@ pub fn summary(
         }
         let _ = writeln!(s, "{line}");
     }
-    match differences {
-        None => {}
-        Some([]) => {
-            let _ = writeln!(s, "known failures: every result is as recorded");
-        }
-        Some(d) => {
-            let _ = writeln!(
-                s,
-                "known failures: {} difference(s) from the recorded results:",
-                d.len()
-            );
-            for x in d {
-                let _ = writeln!(s, "  {x}");
-            }
-        }
-    }
+    harness::report::known_failures_tail(&mut s, differences);
     s
-}
-
-fn md(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
-}
-
-/// A task ID or name for Markdown: code, with characters that would break a table escaped
-/// and control characters shown as `\u{..}`.
-fn code(text: &str) -> String {
-    let shown: String = text
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                format!("\\u{{{:x}}}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    format!("`{}`", md(&shown).replace('`', "'"))
 }
 
 fn cell(t: &TaskResult) -> String {
@@ -134,19 +97,14 @@ fn cell(t: &TaskResult) -> String {
 /// the files each writes, each writer's divergences, and the matrix of tasks x writers.
 pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "## Writer summary\n");
-    let _ = writeln!(
-        s,
-        "| Writer | tasks | PASS | failures, worst first | unsupported | either: writes / refuses | canonical files | worst outcome |"
+    table(
+        &mut s,
+        "Writer summary",
+        "| Writer | tasks | PASS | failures, worst first | unsupported | either: writes / refuses | canonical files | worst outcome |",
+        "|---|---:|---:|---|---:|---|---|---|",
     );
-    let _ = writeln!(s, "|---|---:|---:|---|---:|---|---|---|");
     for r in runs {
-        let n = |o: WriterOutcome| r.summary.get(&o).copied().unwrap_or(0);
-        let fails: Vec<String> = WriterOutcome::ALL
-            .iter()
-            .filter(|o| o.is_failure() && n(**o) > 0)
-            .map(|o| format!("{o} {}", n(*o)))
-            .collect();
+        let n = |o| count(&r.summary, o);
         let (canon, written) = canonical(r);
         let worst = match r.worst() {
             Some(o) if o.is_failure() => format!("**{o}**"),
@@ -158,11 +116,7 @@ pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
             md(&r.adapter),
             r.tasks.len(),
             n(WriterOutcome::Pass),
-            if fails.is_empty() {
-                "none".to_owned()
-            } else {
-                fails.join(", ")
-            },
+            failures(&r.summary),
             n(WriterOutcome::Unsupported),
             n(WriterOutcome::Wrote),
             n(WriterOutcome::Refused),
@@ -193,15 +147,11 @@ pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
 
     let _ = writeln!(s, "\n## Divergences by writer\n");
     for r in runs {
-        let _ = writeln!(s, "### {}\n", md(&r.adapter));
         let mut by: BTreeMap<usize, Vec<&TaskResult>> = BTreeMap::new();
-        for t in &r.tasks {
-            if t.outcome != WriterOutcome::Pass {
-                by.entry(t.outcome.severity()).or_default().push(t);
-            }
+        for t in r.tasks.iter().filter(|t| t.outcome != WriterOutcome::Pass) {
+            by.entry(t.outcome.severity()).or_default().push(t);
         }
-        if by.is_empty() {
-            let _ = writeln!(s, "Passes every task.\n");
+        if !divergences_head(&mut s, &r.adapter, !by.is_empty(), "task") {
             continue;
         }
         for list in by.values() {
@@ -235,13 +185,12 @@ pub fn matrix(runs: &[WriterResults], tasks: &[Task]) -> String {
          **TIMEOUT**; **NONDET** = a second run wrote other bytes; **REFUSES** = refused a \
          task it must write; `-` = not run.\n"
     );
-    let mut header = "| Task | expect |".to_owned();
-    let mut rule = "|---|---|".to_owned();
-    for r in runs {
-        let _ = write!(header, " {} |", md(&r.adapter));
-        rule.push_str("---|");
-    }
-    let _ = writeln!(s, "{header}\n{rule}");
+    matrix_head(
+        &mut s,
+        "| Task | expect |",
+        "|---|---|",
+        runs.iter().map(|r| r.adapter.as_str()),
+    );
     for task in tasks {
         if !runs.iter().any(|r| r.task(&task.id).is_some()) {
             continue;

@@ -3,8 +3,6 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +11,8 @@ use super::judge::{judge_file, FileVerdict};
 use super::outcome::WriterOutcome;
 use super::prepared::PreparedTask;
 use super::task::{Expect, Task};
+use crate::harness::pool::{parallel_map, Life, Tripwire};
+use crate::harness::{Results, RunSpec};
 use crate::runner::{exec, glob};
 
 /// The adapter wrote the file.
@@ -32,24 +32,27 @@ const MAX_HEADER: u64 = 100_000_000;
 /// How to run an adapter.
 #[derive(Debug, Clone)]
 pub struct WriterRunOptions {
-    /// The adapter's name, for reports.
-    pub adapter: String,
-    /// Program and arguments; the task file and the output path are appended.
-    pub command: Vec<String>,
-    /// Per-run timeout (large tasks: [`LARGE_TIMEOUT_FACTOR`] times it).
-    pub timeout: Duration,
-    /// Worker threads (at least 1).
-    pub jobs: usize,
-    /// `--run` patterns (empty: every task).
-    pub run: Vec<String>,
-    /// `--skip` patterns.
-    pub skip: Vec<String>,
+    /// The adapter, its command (the task file and the output path are appended), the
+    /// timeout (large tasks: [`LARGE_TIMEOUT_FACTOR`] times it), workers, filters.
+    pub spec: RunSpec,
     /// Also the large tasks.
     pub large: bool,
     /// Where tasks are prepared and files written (one directory per task).
     pub work: PathBuf,
     /// Keep every task's directory (by default only those of failed tasks are kept).
     pub keep: bool,
+}
+
+impl WriterRunOptions {
+    /// Options with the defaults: every small task, a 30 s timeout, one worker.
+    pub fn new(adapter: impl Into<String>, command: Vec<String>, work: PathBuf) -> Self {
+        WriterRunOptions {
+            spec: RunSpec::new(adapter, command, Duration::from_secs(30)),
+            large: false,
+            work,
+            keep: false,
+        }
+    }
 }
 
 /// One task's result.
@@ -79,8 +82,13 @@ pub struct TaskResult {
 }
 
 impl TaskResult {
-    /// Whether a file was judged to have exactly the task's content (its form is then
-    /// meaningful).
+    /// The form warnings of the file, when it was judged to have exactly the task's content
+    /// (the form is then meaningful).
+    pub fn judged_form(&self) -> Option<&[String]> {
+        self.wrote_valid().then_some(self.form.as_slice())
+    }
+
+    /// Whether a file was judged to have exactly the task's content.
     pub fn wrote_valid(&self) -> bool {
         matches!(self.outcome, WriterOutcome::Pass | WriterOutcome::Wrote)
             && self.expect != Expect::Refuse
@@ -106,15 +114,14 @@ pub struct WriterResults {
     pub tasks: Vec<TaskResult>,
 }
 
+crate::harness::impl_judged!(TaskResult, WriterOutcome, form: judged_form);
+
+crate::harness::impl_results!(WriterResults, tasks, TaskResult);
+
 impl WriterResults {
     /// The result of one task.
     pub fn task(&self, id: &str) -> Option<&TaskResult> {
-        self.tasks.iter().find(|t| t.id == id)
-    }
-
-    /// Whether any task failed.
-    pub fn any_failure(&self) -> bool {
-        self.tasks.iter().any(|t| t.outcome.is_failure())
+        self.item(id)
     }
 
     /// The worst outcome of the run.
@@ -128,7 +135,8 @@ impl WriterResults {
 
 /// Whether a task is selected by the options.
 pub fn selected(opts: &WriterRunOptions, task: &Task) -> bool {
-    (opts.large || !task.large) && glob::selected(&opts.run, &opts.skip, &task.id, &task.id)
+    (opts.large || !task.large)
+        && glob::selected(&opts.spec.run, &opts.spec.skip, &task.id, &task.id)
 }
 
 /// How one run of the adapter ended, as the protocol reads it.
@@ -144,21 +152,37 @@ struct Attempt {
     ended: Ended,
     exit_code: Option<i32>,
     stderr: String,
+    /// Standard error as written (for the message of a run stopped at start-up).
+    raw_stderr: Vec<u8>,
     elapsed: Duration,
+}
+
+impl Attempt {
+    fn life(&self) -> Life {
+        match self.ended {
+            Ended::Crashed(_) | Ended::TimedOut => Life::NoAnswer,
+            Ended::Refused => Life::Refused,
+            _ => Life::Answered,
+        }
+    }
 }
 
 fn attempt(opts: &WriterRunOptions, task_file: &Path, out: &Path, timeout: Duration) -> Attempt {
     let _ = std::fs::remove_file(out);
-    let mut command = opts.command.clone();
+    let mut command = opts.spec.command.clone();
     command.push(task_file.to_string_lossy().into_owned());
     let start = Instant::now();
     match exec::run(&command, out, &[], timeout) {
-        Err(e) => Attempt {
-            ended: Ended::Crashed(format!("cannot start {:?}: {e}", opts.command.first())),
-            exit_code: None,
-            stderr: String::new(),
-            elapsed: start.elapsed(),
-        },
+        Err(e) => {
+            let why = format!("cannot start {:?}: {e}", opts.spec.command.first());
+            Attempt {
+                raw_stderr: why.clone().into_bytes(),
+                ended: Ended::Crashed(why),
+                exit_code: None,
+                stderr: String::new(),
+                elapsed: start.elapsed(),
+            }
+        }
         Ok(ran) => {
             let (ended, exit_code) = match ran.status {
                 exec::Status::Exited(EXIT_WROTE) => (Ended::Wrote, Some(EXIT_WROTE)),
@@ -176,6 +200,7 @@ fn attempt(opts: &WriterRunOptions, task_file: &Path, out: &Path, timeout: Durat
                 ended,
                 exit_code,
                 stderr: stable_reason(&crate::runner::run::reason_line(&ran.stderr)),
+                raw_stderr: ran.stderr,
                 elapsed: ran.elapsed,
             }
         }
@@ -251,6 +276,10 @@ fn same_bytes(first: &[u8], path: &Path) -> Result<bool, String> {
 
 /// Run one task: prepare it, run the adapter (twice when it writes a file that passes), judge.
 pub fn run_task(opts: &WriterRunOptions, task: &Task) -> TaskResult {
+    run_task_until(opts, task, &Tripwire::new(0))
+}
+
+fn run_task_until(opts: &WriterRunOptions, task: &Task, stop: &Tripwire) -> TaskResult {
     let mut result = TaskResult {
         id: task.id.clone(),
         expect: task.expect,
@@ -271,13 +300,14 @@ pub fn run_task(opts: &WriterRunOptions, task: &Task) -> TaskResult {
         }
     };
     let timeout = if task.large {
-        opts.timeout * LARGE_TIMEOUT_FACTOR
+        opts.spec.timeout * LARGE_TIMEOUT_FACTOR
     } else {
-        opts.timeout
+        opts.spec.timeout
     };
     let task_file = dir.join("task.json");
     let out1 = dir.join("out-1.safetensors");
     let first = attempt(opts, &task_file, &out1, timeout);
+    stop.record(first.life(), &first.raw_stderr);
     result.exit_code = first.exit_code;
     result.stderr = first.stderr.clone();
     let mut elapsed = first.elapsed;
@@ -443,44 +473,46 @@ fn judge_written(
     }
 }
 
-/// Run the adapter on every selected task, `opts.jobs` at a time. `progress` is called after
+/// Run the adapter on every selected task, `opts.spec.jobs` at a time. `progress` is called after
 /// each task.
 pub fn run_all(
     opts: &WriterRunOptions,
     tasks: &[Task],
     progress: &(dyn Fn(&TaskResult) + Sync),
 ) -> WriterResults {
+    run_all_until(
+        opts,
+        tasks,
+        progress,
+        &Tripwire::new(opts.spec.max_startup_deaths),
+    )
+}
+
+/// [`run_all`], stopped by `stop` (the tasks not started are left out of the results).
+pub fn run_all_until(
+    opts: &WriterRunOptions,
+    tasks: &[Task],
+    progress: &(dyn Fn(&TaskResult) + Sync),
+    stop: &Tripwire,
+) -> WriterResults {
     let chosen: Vec<&Task> = tasks.iter().filter(|t| selected(opts, t)).collect();
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<TaskResult>>> = Mutex::new(vec![None; chosen.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..opts.jobs.max(1).min(chosen.len().max(1)) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(task) = chosen.get(k) else { break };
-                let r = run_task(opts, task);
-                progress(&r);
-                if let Ok(mut v) = slots.lock() {
-                    v[k] = Some(r);
-                }
-            });
-        }
-    });
-    let results: Vec<TaskResult> = slots
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .into_iter()
-        .flatten()
-        .collect();
+    let results = parallel_map(
+        &chosen,
+        opts.spec.jobs,
+        stop,
+        || (),
+        |(), task| run_task_until(opts, task, stop),
+        progress,
+    );
     let mut summary = BTreeMap::new();
     for r in &results {
         *summary.entry(r.outcome).or_insert(0) += 1;
     }
     WriterResults {
         version: "1".to_owned(),
-        adapter: opts.adapter.clone(),
-        command: opts.command.clone(),
-        timeout_ms: u64::try_from(opts.timeout.as_millis()).unwrap_or(u64::MAX),
+        adapter: opts.spec.adapter.clone(),
+        command: opts.spec.command.clone(),
+        timeout_ms: u64::try_from(opts.spec.timeout.as_millis()).unwrap_or(u64::MAX),
         large: opts.large,
         summary,
         tasks: results,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::classify::Judge;
+use crate::runner::classify::Judge;
 
 /// One built-in adapter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Load the HTML results page in headless Chromium (Debian's package) and check it as a
+reader sees it: the cells of given cases, after the page's script ran, and the filters.
+
+Usage: page_check.py PAGE.html SCREENSHOT.png [--expect IMPL CASE OUTCOME]...
+                     [--filtered HASH VISIBLE-CASE HIDDEN-CASE]...
+
+--expect: the cell of implementation IMPL and case CASE shows OUTCOME (its data-outcome) and
+  has a title (the hover text) that starts with it.
+--filtered: opened at PAGE.html#HASH (e.g. class=security&outcome=failures), the row of
+  VISIBLE-CASE is shown and the row of HIDDEN-CASE is hidden.
+Exits 0 when every check holds, 1 otherwise (each failed check is printed); 2 when Chromium
+cannot be run. Chromium runs with a fresh profile and no network use of its own.
+"""
+import html.parser
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--disable-default-apps", "--virtual-time-budget=5000"]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("page_check.py: no chromium on PATH (apt-get install -y chromium)")
+
+
+def run(args, profile):
+    cmd = [chromium(), *FLAGS, f"--user-data-dir={profile}", *args]
+    out = subprocess.run(cmd, capture_output=True, timeout=120)
+    if out.returncode != 0:
+        sys.stderr.write(out.stderr.decode(errors="replace")[-2000:])
+        sys.exit(f"page_check.py: chromium exited {out.returncode}")
+    return out.stdout.decode("utf-8", errors="replace")
+
+
+class Dom(html.parser.HTMLParser):
+    """The cells (impl, case) -> attributes, the rows case -> hidden, the body's data-ready."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self.rows, self.ready = {}, {}, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.ready = a.get("data-ready") == "1"
+        elif tag == "td" and "data-case" in a:
+            self.cells[(a["data-impl"], a["data-case"])] = a
+        elif tag == "tr" and "data-id" in a:
+            self.rows[a["data-id"]] = "hidden" in a
+
+
+def dom(url, profile):
+    d = Dom()
+    d.feed(run(["--dump-dom", url], profile))
+    return d
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    page, shot, rest = os.path.abspath(argv[0]), os.path.abspath(argv[1]), argv[2:]
+    url = "file://" + page
+    failures, checks = [], 0
+    with tempfile.TemporaryDirectory(prefix="page-check-") as profile:
+        d = dom(url, profile)
+        if not d.ready:
+            failures.append("the page's script did not run (no data-ready on <body>)")
+        i = 0
+        while i < len(rest):
+            if rest[i] == "--expect" and i + 3 < len(rest):
+                imp, case, outcome = rest[i + 1:i + 4]
+                cell = d.cells.get((imp, case))
+                checks += 1
+                if cell is None:
+                    failures.append(f"no cell for {imp} / {case}")
+                elif cell.get("data-outcome") != outcome:
+                    failures.append(f"{imp} / {case}: {cell.get('data-outcome')!r}, expected {outcome!r}")
+                elif not cell.get("title", "").startswith(outcome):
+                    failures.append(f"{imp} / {case}: hover text {cell.get('title')!r}")
+                i += 4
+            elif rest[i] == "--filtered" and i + 3 < len(rest):
+                frag, shown, hidden = rest[i + 1:i + 4]
+                f = dom(f"{url}#{frag}", profile)
+                checks += 1
+                if f.rows.get(shown) is not False:
+                    failures.append(f"#{frag}: {shown} is not shown ({f.rows.get(shown)})")
+                if f.rows.get(hidden) is not True:
+                    failures.append(f"#{frag}: {hidden} is not hidden ({f.rows.get(hidden)})")
+                i += 4
+            else:
+                sys.exit(f"page_check.py: bad arguments at {rest[i:]!r}")
+        run([f"--screenshot={shot}", "--window-size=1400,1000", url], profile)
+    if not os.path.isfile(shot):
+        failures.append(f"no screenshot at {shot}")
+    for f in failures:
+        print(f"page_check.py: FAIL {f}")
+    print(f"page_check.py: {checks - len([f for f in failures if '/' in f or '#' in f])} passed, "
+          f"{len(failures)} failed ({len(d.cells)} cells on the page; screenshot {shot})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
