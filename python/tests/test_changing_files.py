@@ -14,7 +14,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import threading
 from typing import Any, Dict, List
 
 import numpy as np
@@ -241,34 +240,41 @@ def _bool_file(path: pathlib.Path, n: int) -> int:
     return size - n
 
 
+def _flip(path: str, at: int, stop: Any, flips: Any) -> None:
+    """Flip the byte at `at` between 0x02 and 0x01 until `stop` is set (bounded), then leave
+    0x02 there: a view of the file shows it from then on."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for i in range(100_000_000):  # bounded; stopped by the event long before
+            if i % 64 == 0 and stop.is_set():
+                break
+            os.pwrite(fd, b"\x02", at)
+            os.pwrite(fd, b"\x01", at)
+            if i % 64 == 0:
+                flips.value = i
+        os.pwrite(fd, b"\x02", at)
+    finally:
+        os.close(fd)
+
+
 def test_an_in_place_rewrite_racing_a_deep_load_never_hands_out_rejected_bytes(
     tmp_path: pathlib.Path,
 ) -> None:
-    """A writer flips one byte of a BOOL tensor between 0x01 and 0x02 (which `DATA-BOOL`
-    rejects) while the main thread loads the file with the deep scan, many times. Each load
-    either raises or returns arrays whose bytes all pass the deep check, then and later."""
+    """A second process flips one byte of a BOOL tensor between 0x01 and 0x02 (which
+    `DATA-BOOL` rejects) while this one loads the file with the deep scan, many times. Each
+    load either raises or returns arrays whose bytes all pass the deep check, then and after
+    the writer has left 0x02 in the file."""
+    import multiprocessing
+
     n = 1 << 16
     path = tmp_path / "b.safetensors"
     at = _bool_file(path, n) + n // 2
-    stop = threading.Event()
-    flips = [0]
-
-    def writer() -> None:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            for _ in range(100_000_000):  # bounded; stopped by the event long before
-                if stop.is_set():
-                    break
-                os.pwrite(fd, b"\x02", at)
-                os.pwrite(fd, b"\x01", at)
-                flips[0] += 1
-        finally:
-            os.close(fd)
-
+    ctx = multiprocessing.get_context("fork")
+    stop, flips = ctx.Event(), ctx.Value("q", 0)
+    writer = ctx.Process(target=_flip, args=(str(path), at, stop, flips))
     outcomes: List[str] = []
     handed_out: List[np.ndarray] = []
-    thread = threading.Thread(target=writer)
-    thread.start()
+    writer.start()
     try:
         for _ in range(400):
             try:
@@ -286,10 +292,14 @@ def test_an_in_place_rewrite_racing_a_deep_load_never_hands_out_rejected_bytes(
             handed_out.append(raw)
     finally:
         stop.set()
-        thread.join()
-    # Later, after many more flips: the bytes handed out are still the checked ones.
+        writer.join(timeout=60)
+        if writer.is_alive():
+            writer.kill()
+    assert writer.exitcode == 0
+    assert open(path, "rb").read()[at] == 2  # what the writer left
+    # After many more flips, and 0x02 left in the file: the bytes handed out are unchanged.
     for raw in handed_out:
         assert raw.max() <= 1, "an array handed out changed to a byte the deep check rejects"
     # The race was live: the writer flipped while loads ran, and the check saw both states.
     counts = {k: outcomes.count(k) for k in set(outcomes)}
-    assert flips[0] > 100 and counts.get("rejected") and counts.get("loaded"), (flips, counts)
+    assert flips.value > 100 and counts.get("rejected") and counts.get("loaded"), (flips.value, counts)
