@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read as _};
 use std::os::fd::AsRawFd as _;
-use std::os::unix::fs::FileExt as _;
+use std::os::unix::fs::{FileExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::{PyException, PyValueError};
@@ -257,8 +257,8 @@ impl CheckedFile {
     }
 
     /// `length` bytes at `offset`, read into a new `bytearray` with `pread` (without the GIL).
-    /// A file that ends before them got shorter since it was checked: `ReadFailed`, whose
-    /// args are the record of that.
+    /// A file that ends before them changed since it was checked (it got shorter):
+    /// `ReadFailed`, whose args are the record of that.
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -272,11 +272,27 @@ impl CheckedFile {
     }
 }
 
-fn shorter() -> ReadError {
-    ReadError::new(
-        ReadErrorKind::Changed,
-        "the file got shorter while it was read",
-    )
+/// "The file changed while it was read", as the library says it.
+fn changed() -> ReadError {
+    ReadError::new(ReadErrorKind::Changed, "the file changed while it was read")
+}
+
+/// What tells that an open file changed between two moments, as the library's read mode
+/// compares them: its size, its modification and status-change times (a write, a truncation
+/// and a rewrite in place all set them), and which file it is.
+type Stamp = (u64, i64, i64, i64, i64, u64, u64);
+
+fn stamp(file: &File) -> Result<Stamp, ReadError> {
+    let m = file.metadata()?;
+    Ok((
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino(),
+        m.dev(),
+    ))
 }
 
 /// Read at `offset` until `buf` is full or the file ends: the bytes read.
@@ -293,11 +309,11 @@ fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadE
     Ok(got)
 }
 
-/// Fill `buf` from `offset`: a file that ends first got shorter while it was read.
+/// Fill `buf` from `offset`: a file that ends first changed (got shorter) while it was read.
 fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> Result<(), ReadError> {
     match read_full_at(file, buf, offset)? == buf.len() {
         true => Ok(()),
-        false => Err(shorter()),
+        false => Err(changed()),
     }
 }
 
@@ -317,7 +333,7 @@ fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>
         head.truncate(start + k);
         if k == 0 {
             if (start as u64) < len {
-                return Err(shorter());
+                return Err(changed());
             }
             break;
         }
@@ -333,15 +349,17 @@ fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>
 /// no further, and its verdict is that check's); then the rest of the file is read into the
 /// same buffer, after the header bytes already read, and when `config` reads the data
 /// (`deep`, `sha256`, `deny_nonfinite`) the whole check runs again over that very buffer. `f`
-/// gets the verdict; the buffer comes with it when the header was valid. A file that shrinks
-/// or grows meanwhile is a [`ReadErrorKind::Changed`] error. Runs without the GIL, and takes
-/// it only to allocate the buffer.
+/// gets the verdict; the buffer comes with it when the header was valid. A file that changes
+/// meanwhile (it shrinks or grows, or its times or identity differ after the reads) is a
+/// [`ReadErrorKind::Changed`] error, never a verdict. Runs without the GIL, and takes it only
+/// to allocate the buffer.
 fn read_checked<T>(
     file: &File,
     config: &Config,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<(T, Option<Py<PyByteArray>>), ReadError> {
-    let len = file.metadata()?.len();
+    let before = stamp(file)?;
+    let len = before.0;
     let header_only = config
         .clone()
         .deep(false)
@@ -350,6 +368,9 @@ fn read_checked<T>(
     let mut checker = Checker::new(&header_only).with_len(len);
     let head = read_head(file, &mut checker, len)?;
     let first = checker.finish();
+    if stamp(file)? != before {
+        return Err(changed());
+    }
     if !first.is_valid() {
         return Ok((f(first), None));
     }
@@ -363,7 +384,17 @@ fn read_checked<T>(
     let (buffer, checked) = Python::attach(|py| {
         let mut outcome = None;
         let buffer = PyByteArray::new_with(py, size, |buf| {
-            outcome = Some(py.detach(|| fill_and_check(file, buf, &head, config, first)));
+            outcome = Some(py.detach(|| {
+                fill(file, buf, &head)?;
+                if stamp(file)? != before {
+                    return Err(changed());
+                }
+                // The bytes handed out are checked: the data too, when the check reads it.
+                Ok(match config.reads_data() {
+                    true => Checker::check_slice(config, buf).into_owned(),
+                    false => first,
+                })
+            }));
             Ok(())
         });
         match (buffer, outcome) {
@@ -377,34 +408,18 @@ fn read_checked<T>(
 }
 
 /// The second half of [`read_checked`]: `buf` (as long as the file was) filled with `head`
-/// and the rest of the file, then checked if the check reads the data; else the header-only
-/// verdict `first` stands.
-fn fill_and_check(
-    file: &File,
-    buf: &mut [u8],
-    head: &[u8],
-    config: &Config,
-    first: Checked<'static>,
-) -> Result<Checked<'static>, ReadError> {
+/// and the rest of the file; a file that is shorter or longer than `buf` changed.
+fn fill(file: &File, buf: &mut [u8], head: &[u8]) -> Result<(), ReadError> {
     let (start, rest) = match buf.len().checked_sub(head.len()) {
         Some(_) => buf.split_at_mut(head.len()),
-        None => return Err(shorter()),
+        None => return Err(changed()),
     };
     start.copy_from_slice(head);
     read_exact_at(file, rest, head.len() as u64)?;
-    if read_full_at(file, &mut [0u8; 1], buf.len() as u64)? > 0 {
-        return Err(ReadError::new(
-            ReadErrorKind::Changed,
-            format!(
-                "the file grew while it was read (it was {} bytes)",
-                buf.len()
-            ),
-        ));
+    match read_full_at(file, &mut [0u8; 1], buf.len() as u64)? {
+        0 => Ok(()),
+        _ => Err(changed()),
     }
-    Ok(match config.reads_data() {
-        true => Checker::check_slice(config, buf).into_owned(),
-        false => first,
-    })
 }
 
 /// Check the file at `path`; with `keep`, also hand over what the loader keeps of a valid file.

@@ -13,7 +13,8 @@ scan, check exactly that buffer. Each array is a ``numpy.frombuffer`` view of it
 the file afterwards (a truncation, a re-download in place, a rewrite) reaches them.
 ``safe_open`` checks the header the same way and keeps the checked file open (the same inode,
 whatever happens to the path); ``get_tensor`` then reads that tensor with one ``pread`` into its
-own buffer, and a file that got shorter meanwhile raises ``ReadError`` (reason ``"changed"``).
+own buffer, and a file that got shorter meanwhile raises ``ReadError`` (reason ``"changed"``);
+``load_file`` raises it for a file that changed in any way while it was read.
 With ``deep`` (or ``sha256``, ``deny_nonfinite``) ``safe_open`` reads the whole file at once, as
 ``load_file`` does, so that the deep rules hold for the bytes it hands out.
 
@@ -259,7 +260,9 @@ class safe_open:
 
     The checked file stays open (until the object is released or the ``with`` block ends), and
     ``get_tensor`` reads each tensor from it into memory of its own: a file that got shorter
-    since the check raises ``ReadError`` (reason ``"changed"``). With ``deep`` (or ``sha256``,
+    since the check raises ``ReadError`` (reason ``"changed"``); one rewritten in place gives
+    the bytes it holds now (the header's rules still hold; use ``deep=True`` to keep the
+    checked bytes). With ``deep`` (or ``sha256``,
     ``deny_nonfinite``) the whole file is read and checked at once instead, and tensors come
     from those checked bytes. ``mmap=True`` maps the checked file and hands out views of the
     map (zero-copy; see the module documentation for its risk). ``backend`` takes
