@@ -240,23 +240,24 @@ def _bool_file(path: pathlib.Path, n: int) -> int:
     return size - n
 
 
-def _flip(path: str, at: int, stop: Any, flips: Any) -> None:
-    """Flip the byte at `at` between 0x02 and 0x01, holding each for a moment so that some
-    loads see one state throughout, until `stop` is set (bounded); then leave 0x02 there: a
-    view of the file shows it from then on."""
-    import time
-
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        for i in range(1_000_000):  # bounded; stopped by the event long before
-            if stop.is_set():
-                break
-            os.pwrite(fd, b"\x02" if i % 2 else b"\x01", at)
-            flips.value = i + 1
-            time.sleep(0.002)
-        os.pwrite(fd, b"\x02", at)
-    finally:
-        os.close(fd)
+#: Flip the byte at `at` between 0x02 and 0x01, holding each for a moment so that some loads
+#: see one state throughout, until the file `stop` exists (bounded); then leave 0x02 there (a
+#: view of the file shows it from then on) and print how many flips were made.
+_FLIP = """
+import os, sys, time
+path, at, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fd = os.open(path, os.O_WRONLY)
+flips = 0
+for i in range(1_000_000):  # bounded; stopped long before
+    if os.path.exists(stop):
+        break
+    os.pwrite(fd, b"\\x02" if i % 2 else b"\\x01", at)
+    flips += 1
+    time.sleep(0.002)
+os.pwrite(fd, b"\\x02", at)
+os.close(fd)
+print(flips)
+"""
 
 
 def test_an_in_place_rewrite_racing_a_deep_load_never_hands_out_rejected_bytes(
@@ -267,17 +268,15 @@ def test_an_in_place_rewrite_racing_a_deep_load_never_hands_out_rejected_bytes(
     load raises (the byte was 0x02: `DATA-BOOL`; or the file changed while it was read) or
     returns arrays whose bytes all pass the deep check, then and after the writer has left
     0x02 in the file."""
-    import multiprocessing
-
     n = 1 << 16
     path = tmp_path / "b.safetensors"
     at = _bool_file(path, n) + n // 2
-    ctx = multiprocessing.get_context("fork")
-    stop, flips = ctx.Event(), ctx.Value("q", 0)
-    writer = ctx.Process(target=_flip, args=(str(path), at, stop, flips))
+    stop = tmp_path / "stop"
     outcomes: List[str] = []
     handed_out: List[np.ndarray] = []
-    writer.start()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _FLIP, str(path), str(at), str(stop)], stdout=subprocess.PIPE, text=True
+    )
     try:
         # At least 400 loads, and on (boundedly) until the check has seen both states.
         while len(outcomes) < 400 or (
@@ -298,15 +297,18 @@ def test_an_in_place_rewrite_racing_a_deep_load_never_hands_out_rejected_bytes(
             outcomes.append("loaded")
             handed_out.append(raw)
     finally:
-        stop.set()
-        writer.join(timeout=60)
-        if writer.is_alive():
+        stop.touch()
+        try:
+            out, _ = writer.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
             writer.kill()
-    assert writer.exitcode == 0
+            raise
+    assert writer.returncode == 0
+    flips = int(out)
     assert open(path, "rb").read()[at] == 2  # what the writer left
     # After more flips, and 0x02 left in the file: the bytes handed out are unchanged.
     for raw in handed_out:
         assert raw.max() <= 1, "an array handed out changed to a byte the deep check rejects"
     # The race was live: the writer flipped while loads ran, and the check saw both states.
     counts = {k: outcomes.count(k) for k in set(outcomes)}
-    assert flips.value > 10 and counts.get("rejected") and counts.get("loaded"), (flips.value, counts)
+    assert flips >= 2 and counts.get("rejected") and counts.get("loaded"), (flips, counts)
