@@ -13,21 +13,28 @@
 //! the OS error number of a file that could not be read. Whether to raise is decided in
 //! Python (`py_src/stcheck/_check.py`).
 //!
-//! The loader ([`open_checked`], [`open_index_checked`]) also hands over the open file
-//! descriptor of each file it found valid: Python maps that descriptor with its `mmap` module,
-//! so the bytes it turns into arrays are the file that was checked (same open file, same
-//! inode), and no `unsafe` is needed here.
+//! The loader ([`open_checked`], [`open_index_checked`]) hands over what it keeps of each file
+//! it found valid, in one of two forms. By default, the whole file *read* into a new
+//! `bytearray` with ordinary reads (`pread`), and checked there: the length field and header
+//! are read and checked first (an invalid file is never read further), then the rest is read
+//! into the same buffer and, when the options read the data, the deep rules run over that very
+//! buffer. The arrays Python builds from it hold exactly the bytes that were checked, and
+//! nothing done to the file afterwards reaches them. Otherwise, a [`CheckedFile`]: the open
+//! file that was checked (the same inode, whatever happens to the path), from which Python
+//! reads each tensor (`CheckedFile::read`, a short read being a file that changed) or which it
+//! maps with its `mmap` module when asked for zero-copy. No `unsafe` is needed here: the
+//! buffers are Python objects PyO3 allocates, filled without the GIL.
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::Read as _;
-use std::os::fd::IntoRawFd as _;
-use std::os::unix::fs::MetadataExt as _;
+use std::io::{self, Read as _};
+use std::os::fd::AsRawFd as _;
+use std::os::unix::fs::{FileExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyByteArray, PyBytes};
 use serde::Serialize;
 
 use stcheck::index::{self, FsSource, ShardOutcome, ShardSource};
@@ -35,7 +42,7 @@ use stcheck::wire::{
     self, FileRecord, IndexTail, MissingShardRecord, NotCheckedRecord, Profile, Status,
     UnreadableRecord,
 };
-use stcheck::{Checked, Config, ReadError, ReadMode, Rule};
+use stcheck::{Checked, Checker, Config, Need, ReadError, ReadErrorKind, ReadMode, Rule};
 
 /// The options of one call, as the Python side fills them (every key present).
 #[derive(Debug, FromPyObject)]
@@ -190,30 +197,254 @@ fn file_record(
     (json(&record), record.status() == Status::Valid)
 }
 
-/// Where the loader finds a checked file: its open descriptor, identity and length.
-type Handle = (i32, u64, u64, u64);
-
-/// A record, and what the loader takes over: an [`Outcome`] with the open files.
+/// A record, and what the loader takes over: an [`Outcome`] with what it keeps.
 type Opened<T> = (&'static str, String, Option<i32>, T);
 
-fn handle(file: File) -> Result<Handle, ReadError> {
-    let meta = file.metadata()?;
-    Ok((file.into_raw_fd(), meta.dev(), meta.ino(), meta.len()))
+/// A shard's name, and what the loader keeps of it (a `bytearray` or a [`CheckedFile`]).
+type Named = (String, Py<PyAny>);
+
+/// What the loader keeps of a file it found valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Nothing: a check only.
+    Nothing,
+    /// The open file that was checked (a [`CheckedFile`]), checked with ordinary reads.
+    Open,
+    /// The whole file read into a buffer, and checked there ([`read_checked`]).
+    Read,
 }
 
-/// Check the file at `path`; with `keep`, also hand over the open file if it is valid.
-fn check_file_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Option<Handle>) {
+/// What the loader takes over of a valid file.
+#[derive(Debug)]
+enum Kept {
+    Open(CheckedFile),
+    Read(Py<PyByteArray>),
+}
+
+impl Kept {
+    fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self {
+            Kept::Open(file) => Ok(Py::new(py, file)?.into_any()),
+            Kept::Read(buffer) => Ok(buffer.into_any()),
+        }
+    }
+}
+
+pyo3::create_exception!(
+    _native,
+    ReadFailed,
+    PyException,
+    "A read of a checked file failed: args are (type, json, errno), the record of it."
+);
+
+/// A file the loader found valid, kept open: its tensors are read from this open file (the
+/// inode that was checked, whatever happens to the path since), or Python maps it. Closed
+/// when the object is dropped.
+#[pyclass(module = "stcheck._native", frozen)]
+#[derive(Debug)]
+struct CheckedFile {
+    file: File,
+    /// The path as records show it.
+    shown: String,
+}
+
+#[pymethods]
+impl CheckedFile {
+    /// The open descriptor, to map it (Python's `mmap` takes its own duplicate). This object
+    /// owns it: do not close it.
+    fn fileno(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+
+    /// `length` bytes at `offset`, read into a new `bytearray` with `pread` (without the GIL).
+    /// A file that ends before them changed since it was checked (it got shorter):
+    /// `ReadFailed`, whose args are the record of that.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        length: usize,
+    ) -> PyResult<Bound<'py, PyByteArray>> {
+        PyByteArray::new_with(py, length, |buf| {
+            py.detach(|| read_exact_at(&self.file, buf, offset))
+                .map_err(|e| ReadFailed::new_err(unreadable(&self.shown, &e)))
+        })
+    }
+}
+
+/// "The file changed while it was read", as the library says it.
+fn changed() -> ReadError {
+    ReadError::new(ReadErrorKind::Changed, "the file changed while it was read")
+}
+
+/// What tells that an open file changed between two moments, as the library's read mode
+/// compares them: its size, its modification and status-change times (a write, a truncation
+/// and a rewrite in place all set them), and which file it is.
+type Stamp = (u64, i64, i64, i64, i64, u64, u64);
+
+fn stamp(file: &File) -> Result<Stamp, ReadError> {
+    let m = file.metadata()?;
+    Ok((
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino(),
+        m.dev(),
+    ))
+}
+
+/// Read at `offset` until `buf` is full or the file ends: the bytes read.
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset.saturating_add(got as u64)) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
+
+/// Fill `buf` from `offset`: a file that ends first changed (got shorter) while it was read.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> Result<(), ReadError> {
+    match read_full_at(file, buf, offset)? == buf.len() {
+        true => Ok(()),
+        false => Err(changed()),
+    }
+}
+
+/// The most bytes [`read_head`] reads at a time.
+const HEAD_STEP: usize = 16 << 20;
+
+/// Feed `checker` (a header-only check of a file `len` bytes long) the start of `file` as far
+/// as it wants it: the length field and the header, or the first bytes of a file that is not
+/// safetensors; the bytes read. Bounded by the header limit, as the checker wants no more.
+fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>, ReadError> {
+    let mut head = Vec::new();
+    while let Some(want) = checker.wanted() {
+        let start = head.len();
+        let step = usize::try_from(want).unwrap_or(usize::MAX).min(HEAD_STEP);
+        head.resize(start + step, 0);
+        let k = read_full_at(file, &mut head[start..], start as u64)?;
+        head.truncate(start + k);
+        if k == 0 {
+            if (start as u64) < len {
+                return Err(changed());
+            }
+            break;
+        }
+        if checker.feed(&head[start..]) == Need::Done {
+            break;
+        }
+    }
+    Ok(head)
+}
+
+/// Read `file` into a new `bytearray` and check exactly the bytes read. The length field and
+/// the header come first, checked as a header-only check would (a file they reject is read
+/// no further, and its verdict is that check's); then the rest of the file is read into the
+/// same buffer, after the header bytes already read, and when `config` reads the data
+/// (`deep`, `sha256`, `deny_nonfinite`) the whole check runs again over that very buffer. `f`
+/// gets the verdict; the buffer comes with it when the header was valid. A file that changes
+/// meanwhile (it shrinks or grows, or its times or identity differ after the reads) is a
+/// [`ReadErrorKind::Changed`] error, never a verdict. Runs without the GIL, and takes it only
+/// to allocate the buffer.
+fn read_checked<T>(
+    file: &File,
+    config: &Config,
+    f: impl FnOnce(Checked<'_>) -> T,
+) -> Result<(T, Option<Py<PyByteArray>>), ReadError> {
+    let before = stamp(file)?;
+    let len = before.0;
+    let header_only = config
+        .clone()
+        .deep(false)
+        .sha256(false)
+        .deny_nonfinite(false);
+    let mut checker = Checker::new(&header_only).with_len(len);
+    let head = read_head(file, &mut checker, len)?;
+    let first = checker.finish();
+    if stamp(file)? != before {
+        return Err(changed());
+    }
+    if !first.is_valid() {
+        return Ok((f(first), None));
+    }
+    let too_large = || {
+        ReadError::new(
+            ReadErrorKind::TooLarge,
+            format!("the file ({len} bytes) does not fit in memory"),
+        )
+    };
+    let size = usize::try_from(len).map_err(|_| too_large())?;
+    let (buffer, checked) = Python::attach(|py| {
+        let mut outcome = None;
+        let buffer = PyByteArray::new_with(py, size, |buf| {
+            outcome = Some(py.detach(|| {
+                fill(file, buf, &head)?;
+                if stamp(file)? != before {
+                    return Err(changed());
+                }
+                // The bytes handed out are checked: the data too, when the check reads it.
+                Ok(match config.reads_data() {
+                    true => Checker::check_slice(config, buf).into_owned(),
+                    false => first,
+                })
+            }));
+            Ok(())
+        });
+        match (buffer, outcome) {
+            (Ok(buffer), Some(Ok(checked))) => Ok((buffer.unbind(), checked)),
+            (_, Some(Err(e))) => Err(e),
+            // The allocation failed (a MemoryError, dropped here).
+            (Err(_), _) | (Ok(_), None) => Err(too_large()),
+        }
+    })?;
+    Ok((f(checked), Some(buffer)))
+}
+
+/// The second half of [`read_checked`]: `buf` (as long as the file was) filled with `head`
+/// and the rest of the file; a file that is shorter or longer than `buf` changed.
+fn fill(file: &File, buf: &mut [u8], head: &[u8]) -> Result<(), ReadError> {
+    let (start, rest) = match buf.len().checked_sub(head.len()) {
+        Some(_) => buf.split_at_mut(head.len()),
+        None => return Err(changed()),
+    };
+    start.copy_from_slice(head);
+    read_exact_at(file, rest, head.len() as u64)?;
+    match read_full_at(file, &mut [0u8; 1], buf.len() as u64)? {
+        0 => Ok(()),
+        _ => Err(changed()),
+    }
+}
+
+/// Check the file at `path`; with `keep`, also hand over what the loader keeps of a valid file.
+fn check_file_at(path: &Path, s: &Settings, keep: Keep) -> (Outcome, Option<Kept>) {
     let shown = stcheck::fs::display_path(path);
+    let mode = s.mode;
+    let record = |c: Checked<'_>| file_record(&shown, &c, s, Some(mode));
     let checked = open(path).and_then(|f| {
         let (file, _) = f.into_parts();
-        let (record, valid) = stcheck::check_file(&file, &s.config, s.mode, |c| {
-            file_record(&shown, &c, s, Some(s.mode))
-        })?;
-        let kept = match keep && valid {
-            true => Some(handle(file)?),
-            false => None,
-        };
-        Ok((record, kept))
+        match keep {
+            Keep::Read => {
+                let ((record, valid), buffer) = read_checked(&file, &s.config, record)?;
+                Ok((record, buffer.filter(|_| valid).map(Kept::Read)))
+            }
+            Keep::Nothing | Keep::Open => {
+                let (record, valid) = stcheck::check_file(&file, &s.config, mode, record)?;
+                let kept = (keep == Keep::Open && valid).then(|| {
+                    Kept::Open(CheckedFile {
+                        file,
+                        shown: shown.clone(),
+                    })
+                });
+                Ok((record, kept))
+            }
+        }
     });
     match checked {
         Ok((record, kept)) => (("file", record, None), kept),
@@ -225,7 +456,7 @@ fn check_file_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Option<Hand
 #[pyfunction]
 fn check_path(py: Python<'_>, path: PathBuf, opts: Opts) -> PyResult<Outcome> {
     let s = settings(opts)?;
-    Ok(py.detach(|| check_file_at(&path, &s, false).0))
+    Ok(py.detach(|| check_file_at(&path, &s, Keep::Nothing).0))
 }
 
 /// Check a whole file held in memory (`bytes`): a `file` record whose `mode` is null.
@@ -244,25 +475,33 @@ fn check_bytes(
     }))
 }
 
-/// Check one file and, if it is valid, hand over its open descriptor (see the module
-/// documentation): `(type, json, errno, (fd, dev, ino, len) or None)`. The caller owns the
-/// descriptor and must close it.
+/// Check one file and, if it is valid, hand over what the loader keeps of it (see the module
+/// documentation): `(type, json, errno, kept or None)`, where `kept` is the whole file read
+/// into a `bytearray` and checked there with `read`, else the [`CheckedFile`] that was checked.
 #[pyfunction]
-fn open_checked(py: Python<'_>, path: PathBuf, opts: Opts) -> PyResult<Opened<Option<Handle>>> {
-    let s = settings(opts)?;
-    let ((kind, record, errno), kept) = py.detach(|| check_file_at(&path, &s, true));
+fn open_checked(
+    py: Python<'_>,
+    path: PathBuf,
+    opts: Opts,
+    read: bool,
+) -> PyResult<Opened<Option<Py<PyAny>>>> {
+    let s = loader_settings(opts)?;
+    let ((kind, record, errno), kept) = py.detach(|| check_file_at(&path, &s, keep(read)));
+    let kept = kept.map(|k| k.into_py(py)).transpose()?;
     Ok((kind, record, errno, kept))
 }
 
 /// The shards of an index, opened under the link policy and checked like the CLI's
-/// [`FsSource`]; with `keep`, each shard's open file is kept after its check, so the loader
-/// maps the very files that were checked.
+/// [`FsSource`]; with `keep`, what the loader keeps of each shard is kept after its check (see
+/// [`Keep`]), so the loader hands out the very bytes, or the very files, that were checked.
 #[derive(Debug)]
 struct Shards {
     inner: FsSource,
     mode: ReadMode,
-    keep: bool,
-    kept: RefCell<Vec<(String, File)>>,
+    keep: Keep,
+    /// Where the shards are shown (the index's directory, as records show it).
+    dir: String,
+    kept: RefCell<Vec<(String, Kept)>>,
 }
 
 impl ShardSource for Shards {
@@ -277,9 +516,20 @@ impl ShardSource for Shards {
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
         let file = self.inner.open(name)?;
-        stcheck::check_file(&file, config, self.mode, f)?;
-        if self.keep {
-            self.kept.borrow_mut().push((name.to_owned(), file));
+        let kept = match self.keep {
+            Keep::Read => read_checked(&file, config, f)?.1.map(Kept::Read),
+            Keep::Nothing | Keep::Open => {
+                stcheck::check_file(&file, config, self.mode, f)?;
+                (self.keep == Keep::Open).then(|| {
+                    Kept::Open(CheckedFile {
+                        file,
+                        shown: format!("{}{}", self.dir, stcheck::escape(name)),
+                    })
+                })
+            }
+        };
+        if let Some(kept) = kept {
+            self.kept.borrow_mut().push((name.to_owned(), kept));
         }
         Ok(())
     }
@@ -297,8 +547,8 @@ fn read_index(path: &Path, config: &Config) -> Result<Vec<u8>, ReadError> {
 }
 
 /// Check a sharded set: the `index` record `stcheck --json` writes for it (the shards' records
-/// inside), and with `keep` the kept shards of a valid set.
-fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(String, File)>) {
+/// inside), and with `keep` what is kept of the shards of a valid set.
+fn check_index_at(path: &Path, s: &Settings, keep: Keep) -> (Outcome, Vec<(String, Kept)>) {
     let shown = stcheck::fs::display_path(path);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => format!("{}/", stcheck::fs::display_path(p)),
@@ -310,6 +560,7 @@ fn check_index_at(path: &Path, s: &Settings, keep: bool) -> (Outcome, Vec<(Strin
             .read_mode(s.mode),
         mode: s.mode,
         keep,
+        dir: dir.clone(),
         kept: RefCell::new(Vec::new()),
     };
     let mut shards: Vec<String> = Vec::new();
@@ -389,44 +640,41 @@ fn index_record(
 #[pyfunction]
 fn check_index(py: Python<'_>, path: PathBuf, opts: Opts) -> PyResult<Outcome> {
     let s = settings(opts)?;
-    Ok(py.detach(|| check_index_at(&path, &s, false).0))
+    Ok(py.detach(|| check_index_at(&path, &s, Keep::Nothing).0))
 }
 
-/// Check a sharded set and, if it is valid, hand over every shard's open descriptor:
-/// `(type, json, errno, [(name, (fd, dev, ino, len))])`. The caller owns the descriptors.
+/// Check a sharded set and, if it is valid, hand over what the loader keeps of every shard (as
+/// [`open_checked`] does for one file): `(type, json, errno, [(name, kept)])`.
 #[pyfunction]
 fn open_index_checked(
     py: Python<'_>,
     path: PathBuf,
     opts: Opts,
-) -> PyResult<Opened<Vec<(String, Handle)>>> {
-    let s = settings(opts)?;
-    let result = py.detach(|| {
-        let ((kind, record, errno), kept) = check_index_at(&path, &s, true);
-        // Every descriptor's identity first, so none is handed over when one fails.
-        let mut files = Vec::with_capacity(kept.len());
-        for (name, file) in kept {
-            match file.metadata() {
-                Ok(meta) => files.push((name, file, meta)),
-                Err(e) => {
-                    let shown = stcheck::fs::display_path(&path);
-                    return (unreadable(&shown, &ReadError::from(e)), Vec::new());
-                }
-            }
-        }
-        let handles = files
-            .into_iter()
-            .map(|(name, file, meta)| {
-                (
-                    name,
-                    (file.into_raw_fd(), meta.dev(), meta.ino(), meta.len()),
-                )
-            })
-            .collect();
-        ((kind, record, errno), handles)
-    });
-    let ((kind, record, errno), handles) = result;
-    Ok((kind, record, errno, handles))
+    read: bool,
+) -> PyResult<Opened<Vec<Named>>> {
+    let s = loader_settings(opts)?;
+    let ((kind, record, errno), kept) = py.detach(|| check_index_at(&path, &s, keep(read)));
+    let kept = kept
+        .into_iter()
+        .map(|(name, k)| Ok((name, k.into_py(py)?)))
+        .collect::<PyResult<_>>()?;
+    Ok((kind, record, errno, kept))
+}
+
+/// The settings of the loader: its options, checked with ordinary reads whatever they say (a
+/// map is only ever made in Python, on request).
+fn loader_settings(opts: Opts) -> PyResult<Settings> {
+    let mut s = settings(opts)?;
+    s.mode = ReadMode::Read;
+    Ok(s)
+}
+
+/// What the loader keeps: the file read into a buffer (`read`), or the open file.
+fn keep(read: bool) -> Keep {
+    match read {
+        true => Keep::Read,
+        false => Keep::Open,
+    }
 }
 
 /// Check many paths in one call (one release of the GIL): each as [`check_path`] does, or as
@@ -441,8 +689,8 @@ fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<
                 let is_index = path.file_name().and_then(stcheck::fs::checkpoint_kind)
                     == Some(stcheck::fs::Checkpoint::Index);
                 match is_index {
-                    true => check_index_at(path, &s, false).0,
-                    false => check_file_at(path, &s, false).0,
+                    true => check_index_at(path, &s, Keep::Nothing).0,
+                    false => check_file_at(path, &s, Keep::Nothing).0,
                 }
             })
             .collect()
@@ -563,9 +811,13 @@ mod _native {
     #[pymodule_export]
     use super::{check_url, is_url};
 
+    #[pymodule_export]
+    use super::CheckedFile;
+
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
         use pyo3::types::PyModuleMethods as _;
+        m.add("ReadFailed", m.py().get_type::<super::ReadFailed>())?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
         m.add("remote", cfg!(feature = "remote"))?;
         Ok(())

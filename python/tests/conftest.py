@@ -68,3 +68,17 @@ def write_file(path: pathlib.Path, tensors: Dict[str, Any], metadata: Any = None
 
     save_file(tensors, str(path), metadata=metadata)
     return path
+
+
+def array_base(arr: Any) -> Any:
+    """What a numpy array's memory belongs to (through views and memoryviews): a map, a
+    ``bytearray``, ``bytes``, or an array that owns its data."""
+    import numpy as np
+
+    while True:
+        if isinstance(arr, np.ndarray) and arr.base is not None:
+            arr = arr.base
+        elif isinstance(arr, memoryview):
+            arr = arr.obj
+        else:
+            return arr

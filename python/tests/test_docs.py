@@ -40,7 +40,7 @@ def test_native_stub_matches_the_module() -> None:
     stub = ast.parse((pathlib.Path(stcheck.__file__).parent / "_native.pyi").read_text())
     declared = set()
     for node in stub.body:
-        if isinstance(node, ast.FunctionDef):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             declared.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             if not node.target.id.startswith("_") or node.target.id == "__version__":

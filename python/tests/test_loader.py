@@ -18,7 +18,7 @@ import stcheck
 import stcheck.numpy
 from stcheck._loader import _NUMPY
 
-from conftest import CASES, ROOT, run_cli, write_file
+from conftest import CASES, ROOT, array_base as _base, run_cli, write_file
 
 #: What the CLI says of every corpus case (default options).
 _RECORDS, _ = run_cli([], [c["file"] for c in CASES])
@@ -91,6 +91,37 @@ def test_tensor_bytes_match_the_manifest(case: Dict[str, Any]) -> None:
             assert hashlib.sha256(arr.tobytes()).hexdigest() == t["sha256"], t["name"]
 
 
+#: What the CLI says of every corpus file with the deep scan, read without a map.
+_DEEP_RECORDS, _ = run_cli(["--deep", "--no-mmap"], [c["file"] for c in CASES if c["kind"] == "file"])
+DEEP_VERDICT = {c["id"]: r["data"] for c, r in zip([c for c in CASES if c["kind"] == "file"], _DEEP_RECORDS)}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["kind"] == "file"], ids=lambda c: c["id"])
+def test_deep_loads_give_the_verdict_of_a_deep_check(case: Dict[str, Any]) -> None:
+    """The loader reads the file into memory and checks that buffer (the header first, then
+    the whole buffer with the deep scan): its verdict is the CLI's (rule, offset, tensor) for
+    every corpus file, whichever way the loader keeps the file."""
+    deep, header = DEEP_VERDICT[case["id"]], VERDICT[case["id"]]
+    loaders = [
+        ("load_file", lambda p: stcheck.load_file(p, deep=True), deep),
+        ("load_file mmap", lambda p: stcheck.load_file(p, deep=True, mmap=True), deep),
+        ("safe_open", lambda p: stcheck.safe_open(p, deep=True), deep),
+        ("safe_open header only", lambda p: stcheck.safe_open(p), header),
+    ]
+    for label, load, verdict in loaders:
+        if verdict["status"] == "valid":
+            try:
+                load(case["file"])
+            except (TypeError, ValueError) as e:  # a dtype or rank numpy cannot hold
+                assert not isinstance(e, stcheck.SafetensorsError), (label, e)
+            continue
+        first = verdict["error"]
+        with pytest.raises(stcheck.SafetensorsError) as info:
+            load(case["file"])
+        e = info.value
+        assert (e.rule, e.offset, e.tensor) == (first["rule"], first["offset"], first["tensor"]), label
+
+
 @pytest.mark.parametrize("case", INVALID_FILES, ids=lambda c: c["id"])
 def test_nothing_from_an_invalid_file(case: Dict[str, Any]) -> None:
     want = VERDICT[case["id"]]["error"]
@@ -124,30 +155,20 @@ def test_sharded_sets_load_through_their_index() -> None:
     assert loaded > 0
 
 
-def _base(arr: Any) -> Any:
-    """What an array's memory belongs to (through views and memoryviews)."""
-    while True:
-        if isinstance(arr, np.ndarray) and arr.base is not None:
-            arr = arr.base
-        elif isinstance(arr, memoryview):
-            arr = arr.obj
-        else:
-            return arr
-
-
 def test_zero_copy_from_the_map_and_copy_on_write(tmp_path: pathlib.Path) -> None:
     path = write_file(tmp_path / "m.safetensors", {"w": np.arange(1000, dtype=np.float32)})
     before = path.read_bytes()
-    arrays = stcheck.load_file(path)
+    arrays = stcheck.load_file(path, mmap=True)
     w = arrays["w"]
     assert not w.flags.owndata and isinstance(_base(w), mmap.mmap)
     assert w.flags.writeable
     w[:] = -1
     assert path.read_bytes() == before  # a private map: writes never reach the file
-    assert stcheck.load_file(path)["w"][5] == 5
+    assert stcheck.load_file(path, mmap=True)["w"][5] == 5
 
 
-def test_unaligned_tensors_are_copied_aligned() -> None:
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_unaligned_tensors_are_copied_aligned(zero_copy: bool) -> None:
     for case in VALID_FILES:
         report = stcheck.check(case["file"])
         if any(w.rule == "LAYOUT-ALIGN" for w in report.warnings) and all(
@@ -156,11 +177,16 @@ def test_unaligned_tensors_are_copied_aligned() -> None:
             break
     else:
         pytest.fail("no valid corpus file with a LAYOUT-ALIGN warning")
-    arrays = stcheck.load_file(case["file"])
-    for t in report.tensors:
-        if t.elements and t.file_offsets[0] % np.dtype(_NUMPY[t.dtype]).itemsize:
-            assert arrays[t.name].flags.aligned
-            assert not isinstance(_base(arrays[t.name]), mmap.mmap)  # a copy
+    unaligned = 0
+    for arrays in (stcheck.load_file(case["file"], mmap=zero_copy),
+                   stcheck.safe_open(case["file"], mmap=zero_copy).get_tensors()):
+        for t in report.tensors:
+            if t.elements and t.file_offsets[0] % np.dtype(_NUMPY[t.dtype]).itemsize:
+                assert arrays[t.name].flags.aligned
+                unaligned += 1
+                if zero_copy:
+                    assert isinstance(_base(arrays[t.name]), np.ndarray)  # a copy, not the map
+    assert unaligned
 
 
 def test_the_mapped_file_is_the_checked_file(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,17 +203,32 @@ def test_the_mapped_file_is_the_checked_file(tmp_path: pathlib.Path, monkeypatch
         return real_map(fd)
 
     monkeypatch.setattr(_loader, "_map", swap_then_map)
-    arrays = stcheck.load_file(path)
+    arrays = stcheck.load_file(path, mmap=True)
     assert arrays["w"].tolist() == [7, 7, 7, 7]
     assert stcheck.check(path).valid  # the path now holds the other file
 
 
-def test_read_backend_checks_the_bytes_it_read(tmp_path: pathlib.Path) -> None:
+def test_safe_open_reads_from_the_checked_file(tmp_path: pathlib.Path) -> None:
+    """`safe_open` reads its tensors from the open file it checked (the same inode), not
+    from whatever the path names later."""
+    path = write_file(tmp_path / "m.safetensors", {"w": np.full(4, 7, dtype=np.int32)})
+    other = write_file(tmp_path / "other.safetensors", {"w": np.full(4, 9, dtype=np.int32)})
+    with stcheck.safe_open(path) as f:
+        os.replace(other, path)
+        assert f.get_tensor("w").tolist() == [7, 7, 7, 7]
+    assert stcheck.load_file(path)["w"].tolist() == [9, 9, 9, 9]
+
+
+def test_every_backend_reads_into_memory(tmp_path: pathlib.Path) -> None:
+    """`backend` takes safetensors' values and changes nothing: the arrays are views of the
+    checked bytes in memory (writable, as safetensors.numpy's are), never of a map."""
     path = write_file(tmp_path / "m.safetensors", {"a": np.arange(6, dtype=np.int16).reshape(2, 3)})
-    for backend in ("read", "pread"):
+    for backend in ("pread", "read", "mmap"):
         arrays = stcheck.load_file(path, backend=backend)
         assert arrays["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
-        assert not arrays["a"].flags.writeable
+        assert arrays["a"].flags.writeable and isinstance(_base(arrays["a"]), bytearray)
+        with stcheck.safe_open(path, backend=backend) as f:
+            assert not isinstance(_base(f.get_tensor("a")), mmap.mmap)
     with pytest.raises(ValueError, match="backend"):
         stcheck.load_file(path, backend="nope")
 
@@ -272,6 +313,10 @@ def test_no_descriptor_is_leaked(tmp_path: pathlib.Path) -> None:
     for _ in range(50):
         stcheck.load_file(good)
         stcheck.load_file(index)
+        stcheck.load_file(good, mmap=True)
+        with stcheck.safe_open(good) as f:  # kept open, then closed with the object
+            f.get_tensor("x")
+        stcheck.safe_open(index).get_tensors()
         with pytest.raises(stcheck.SafetensorsError):
             stcheck.load_file(bad)
         with pytest.raises(stcheck.SafetensorsError):

@@ -5,31 +5,42 @@ Switching is a change of import: ``from stcheck import load_file, safe_open`` (o
 file that fails strict validation. Each file is opened and checked by the library first;
 only a valid file's tensors are handed out, at the offsets the check validated.
 
-**Zero-copy.** The native module opens the file (``stcheck::fs::open_regular``), checks it
-(``stcheck::check_file``) and, if it is valid, hands over the open file descriptor. This
-module maps that descriptor with Python's ``mmap`` (copy-on-write: arrays are writable, and a
-write never reaches the file) and builds each array with ``numpy.frombuffer`` at the validated
-offset. The bytes mapped are the file that was checked: the same open file, so the same
-inode, whatever happens to the path in between. An array whose offset is not a multiple of its
-element size (``LAYOUT-ALIGN``, a warning) is copied to aligned memory.
+**Read into memory, checked there (the default).** ``load_file`` has the native module open
+the file (``stcheck::fs::open_regular``), read its length field and header with ordinary reads
+(``pread``) and check them, then read the whole file into one ``bytearray`` and, with the deep
+scan, check exactly that buffer. Each array is a ``numpy.frombuffer`` view of it: writable (as
+``safetensors.numpy``'s are), and holding the very bytes that were checked, so nothing done to
+the file afterwards (a truncation, a re-download in place, a rewrite) reaches them.
+``safe_open`` checks the header the same way and keeps the checked file open (the same inode,
+whatever happens to the path); ``get_tensor`` then reads that tensor with one ``pread`` into its
+own buffer, and a file that got shorter meanwhile raises ``ReadError`` (reason ``"changed"``);
+``load_file`` raises it for a file that changed in any way while it was read.
+With ``deep`` (or ``sha256``, ``deny_nonfinite``) ``safe_open`` reads the whole file at once, as
+``load_file`` does, so that the deep rules hold for the bytes it hands out.
 
-As with any memory map, a file that another process rewrites while it is mapped can change
-under the arrays. ``backend="read"`` (alias ``"pread"``) reads the file into memory once and
-checks exactly those bytes instead (its arrays are read-only views of those bytes, as
-``stcheck.load`` gives for ``bytes``).
+**Zero-copy, on request: ``mmap=True``.** The checked file is mapped with Python's ``mmap``
+(copy-on-write: a write to an array never reaches the file) and each array is a view of the
+map: no copy, and pages read only when touched. The risk is the map's: a file that another
+process rewrites while it is mapped changes under the arrays (the deep rules held when it was
+checked, not after), and one that is truncated kills the process (SIGBUS) the next time an
+array past its new end is touched. Use it only for files nobody writes while they are loaded.
+
+An array whose offset is not a multiple of its element size (``LAYOUT-ALIGN``, a warning) is
+copied to aligned memory.
 
 **Dtypes.** numpy's own types directly; BF16 and the F8 formats through ``ml_dtypes`` when it is
 installed (a clear ``ModuleNotFoundError`` naming it when not); the packed sub-byte formats F4,
 F6_E2M3 and F6_E3M2 have no numpy type and raise ``TypeError`` for that tensor.
 
 **Sharded checkpoints** (``*.safetensors.index.json``) are checked as a set first (the index
-and every shard); the shards are then mapped from the very descriptors that were checked.
+and every shard); each shard is kept as one file is: its bytes read and checked, or its checked
+file kept open.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
+import mmap as _mmap
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
@@ -72,7 +83,8 @@ _ML_DTYPES = {
 
 _PACKED = ("F4", "F6_E2M3", "F6_E3M2")
 
-_BACKENDS = {"mmap": "mmap", "read": "read", "pread": "read"}
+#: The values of ``backend`` (safetensors' names): accepted, and the same safe read for all.
+_BACKENDS = ("pread", "read", "mmap")
 
 
 def numpy_dtype(dtype: str) -> "np.dtype":
@@ -105,21 +117,19 @@ def _loader_options(kw: Dict[str, Any], backend: str) -> Dict[str, Any]:
     if unknown:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(unknown))}")
     if backend not in _BACKENDS:
-        raise ValueError(f"backend: {backend!r} is not 'mmap' or 'read' ('pread')")
-    # The loader is always strict; the tensor list is needed to find the tensors.
-    return options(profile="strict", verbose=True, mode=_BACKENDS[backend], **kw)
+        raise ValueError(f"backend: {backend!r} is not 'pread', 'read' or 'mmap'")
+    # The loader is always strict, and reads with ordinary reads (a map is only made here,
+    # with mmap=True); the tensor list is needed to find the tensors.
+    return options(profile="strict", verbose=True, mode="read", **kw)
 
 
-def _close(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+def _reads_data(opts: Dict[str, Any]) -> bool:
+    return bool(opts["deep"] or opts["sha256"] or opts["deny_nonfinite"])
 
 
-def _map(fd: int) -> mmap.mmap:
+def _map(fd: int) -> _mmap.mmap:
     """A private (copy-on-write) map of the whole open file."""
-    return mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+    return _mmap.mmap(fd, 0, access=_mmap.ACCESS_COPY)
 
 
 def _array(buffer: Any, t: TensorInfo) -> "np.ndarray":
@@ -136,15 +146,40 @@ def _array(buffer: Any, t: TensorInfo) -> "np.ndarray":
     return arr.reshape(t.shape)
 
 
+def _read_array(file: Any, t: TensorInfo) -> "np.ndarray":
+    """The tensor ``t`` read from the checked open ``file`` into a buffer of its own."""
+    import numpy as np
+
+    dtype = numpy_dtype(t.dtype)
+    if t.elements == 0:
+        return np.zeros(t.shape, dtype=dtype)
+    try:
+        buffer = file.read(t.file_offsets[0], t.nbytes)
+    except _native.ReadFailed as e:
+        kind, text, errno = e.args
+        raise read_error({"type": kind, "data": json.loads(text)}, errno) from None
+    arr = np.frombuffer(buffer, dtype=dtype, count=t.elements)
+    if not arr.flags.aligned:
+        arr = arr.copy()
+    return arr.reshape(t.shape)
+
+
 class _Shard:
-    """One checked file: its buffer and its report's tensors."""
+    """One checked file: its report's tensors, and where their bytes are: ``buffer`` (the
+    whole file read and checked, or a map of it), else read from ``file`` on demand."""
 
-    __slots__ = ("buffer", "report", "tensors")
+    __slots__ = ("buffer", "file", "report", "tensors")
 
-    def __init__(self, buffer: Any, report: Report) -> None:
+    def __init__(self, buffer: Any, file: Any, report: Report) -> None:
         self.buffer = buffer
+        self.file = file
         self.report = report
         self.tensors: Dict[str, TensorInfo] = {t.name: t for t in report.tensors}
+
+    def array(self, t: TensorInfo) -> "np.ndarray":
+        if self.buffer is not None:
+            return _array(self.buffer, t)
+        return _read_array(self.file, t)
 
 
 def _verdict(kind: str, text: str, errno: Optional[int]) -> Union[Report, IndexReport]:
@@ -159,32 +194,34 @@ def _verdict(kind: str, text: str, errno: Optional[int]) -> Union[Report, IndexR
     return report
 
 
-def _open_mapped(report: Report, handle: Tuple[int, int, int, int], mode: str, opts: Dict[str, Any]) -> _Shard:
-    """Take over the descriptor of a checked file: map it (or read it and check those bytes)."""
-    fd, dev, ino, size = handle
-    try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size != size or size != report.size:
+def _shard(report: Report, kept: Any, how: str) -> _Shard:
+    """A checked file, as the native module kept it: a ``bytearray`` of the whole file (read
+    and checked there), or the open ``CheckedFile`` that was checked, to read from or map."""
+    if isinstance(kept, bytearray):
+        return _Shard(kept, None, report)
+    if how == "map":
+        fd = kept.fileno()
+        if os.fstat(fd).st_size != report.size:
             raise ReadError(f"{report.path}: the file changed after it was checked")
-        if mode == "mmap":
-            return _Shard(_map(fd), report)
-        chunks = []
-        got = 0
-        while got < size:
-            chunk = os.pread(fd, min(size - got, 1 << 26), got)
-            if not chunk:
-                raise ReadError(f"{report.path}: the file got shorter after it was checked")
-            chunks.append(chunk)
-            got += len(chunk)
-        data = b"".join(chunks)
-        del chunks
-        # The bytes in memory are what the arrays show: check exactly those.
-        kind, text, errno = _native.check_bytes(data, report.path, opts)
-        checked = _verdict(kind, text, errno)
-        assert isinstance(checked, Report)
-        return _Shard(data, checked)
-    finally:
-        _close(fd)
+        return _Shard(_map(fd), None, report)
+    return _Shard(None, kept, report)
+
+
+def _open(filename: PathLike, how: str, opts: Dict[str, Any]) -> Tuple[Union[Report, IndexReport], List[_Shard]]:
+    """Check ``filename`` (a file, or a sharded set by its index) and keep each valid file
+    ``how`` says: ``"read"`` (read into memory and checked there), ``"open"`` (kept open, its
+    tensors read on demand) or ``"map"`` (kept open, then mapped)."""
+    read = how == "read"
+    if _is_index(filename):
+        kind, text, errno, kept = _native.open_index_checked(filename, opts, read)
+        report = _verdict(kind, text, errno)
+        assert isinstance(report, IndexReport)
+        shard_reports = {s.name: s for s in report.shards if isinstance(s, Report)}
+        return report, [_shard(shard_reports[name], k, how) for name, k in kept]
+    kind, text, errno, one = _native.open_checked(filename, opts, read)
+    report = _verdict(kind, text, errno)
+    assert isinstance(report, Report) and one is not None
+    return report, [_shard(report, one, how)]
 
 
 class _Slice:
@@ -220,6 +257,17 @@ class safe_open:
     read raises ``stcheck.ReadError``. Extra keyword options are those of ``stcheck.check``
     that apply to a strict check (``deep``, ``deny_warnings``, ``deny_nonfinite``, ``deny``,
     ``allow``, ``max_header_size``, ``follow_links``, ...).
+
+    The checked file stays open (until the object is released or the ``with`` block ends), and
+    ``get_tensor`` reads each tensor from it into memory of its own: a file that got shorter
+    since the check raises ``ReadError`` (reason ``"changed"``); one rewritten in place gives
+    the bytes it holds now (the header's rules still hold; use ``deep=True`` to keep the
+    checked bytes). With ``deep`` (or ``sha256``,
+    ``deny_nonfinite``) the whole file is read and checked at once instead, and tensors come
+    from those checked bytes. ``mmap=True`` maps the checked file and hands out views of the
+    map (zero-copy; see the module documentation for its risk). ``backend`` takes
+    safetensors' values (``"pread"``, ``"mmap"``; ``"read"`` too) and changes nothing: stcheck
+    always reads with ordinary reads unless ``mmap=True``.
     """
 
     def __init__(
@@ -228,7 +276,8 @@ class safe_open:
         framework: str = "numpy",
         device: str = "cpu",
         *,
-        backend: str = "mmap",
+        mmap: bool = False,
+        backend: str = "pread",
         **kw: Any,
     ) -> None:
         if framework not in ("numpy", "np"):
@@ -236,41 +285,14 @@ class safe_open:
         if device != "cpu":
             raise ValueError(f"device: {device!r} is not supported (only 'cpu')")
         opts = _loader_options(kw, backend)
+        how = "map" if mmap else "read" if _reads_data(opts) else "open"
         self._shards: List[_Shard] = []
         self._where: Dict[str, int] = {}
-        self._metadata: Optional[Dict[str, str]] = None
         self.report: Union[Report, IndexReport]
-        if _is_index(filename):
-            kind, text, errno, handles = _native.open_index_checked(filename, opts)
-            try:
-                report = _verdict(kind, text, errno)
-            except BaseException:
-                for _, (fd, *_rest) in handles:
-                    _close(fd)
-                raise
-            assert isinstance(report, IndexReport)
-            self.report = report
-            shard_reports = {s.name: s for s in report.shards if isinstance(s, Report)}
-            pending = list(handles)
-            try:
-                while pending:
-                    name, handle = pending.pop(0)
-                    self._add(_open_mapped(shard_reports[name], handle, opts["mode"], opts))
-            finally:
-                for _, (fd, *_rest) in pending:
-                    _close(fd)
-        else:
-            kind, text, errno, opened = _native.open_checked(filename, opts)
-            try:
-                report = _verdict(kind, text, errno)
-            except BaseException:
-                if opened is not None:
-                    _close(opened[0])
-                raise
-            assert isinstance(report, Report) and opened is not None
-            self.report = report
-            shard = _open_mapped(report, opened, opts["mode"], opts)
-            self._metadata = shard.report.metadata
+        self.report, shards = _open(filename, how, opts)
+        # `__metadata__` of one file; a sharded set has none.
+        self._metadata = shards[0].report.metadata if isinstance(self.report, Report) else None
+        for shard in shards:
             self._add(shard)
 
     def _add(self, shard: _Shard) -> None:
@@ -290,7 +312,8 @@ class safe_open:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        # Arrays handed out keep their map alive; the rest is released with this object.
+        # The open files are closed with their shards; arrays handed out keep their own
+        # memory (or their map) alive.
         self._shards = []
         self._where = {}
 
@@ -307,9 +330,10 @@ class safe_open:
         return dict(self._metadata) if self._metadata is not None else None
 
     def get_tensor(self, name: str) -> "np.ndarray":
-        """The tensor as a numpy array (a view of the map where the alignment allows)."""
+        """The tensor as a numpy array: read from the checked file into memory of its own (or
+        a view of the checked bytes, or of the map with ``mmap=True``)."""
         shard, t = self._info(name)
-        return _array(shard.buffer, t)
+        return shard.array(t)
 
     def get_tensors(self) -> Dict[str, "np.ndarray"]:
         """Every tensor, keyed by name, in file order."""
@@ -323,24 +347,32 @@ class safe_open:
         return iter(self.keys())
 
 
-def load_file(filename: PathLike, *, backend: str = "mmap", **kw: Any) -> Dict[str, "np.ndarray"]:
+def load_file(
+    filename: PathLike, *, mmap: bool = False, backend: str = "pread", **kw: Any
+) -> Dict[str, "np.ndarray"]:
     """Load every tensor of a strictly valid file (or sharded set) as numpy arrays.
 
     ``safetensors.numpy.load_file``, except that a file that fails strict validation raises
-    ``stcheck.SafetensorsError`` and nothing is returned. Options as for ``safe_open``.
+    ``stcheck.SafetensorsError`` and nothing is returned. The file is read into memory once
+    (one buffer per file) and checked there; the arrays are views of that buffer, so they hold
+    the bytes that were checked whatever happens to the file later. ``mmap=True`` hands out
+    views of a map of the file instead (zero-copy, with the map's risk: see the module
+    documentation). Options as for ``safe_open``.
     """
-    with safe_open(filename, framework="numpy", backend=backend, **kw) as f:
-        return f.get_tensors()
+    opts = _loader_options(kw, backend)
+    _, shards = _open(filename, "map" if mmap else "read", opts)
+    # Each shard holds its bytes (read, or mapped): one frombuffer per tensor.
+    return {name: _array(s.buffer, t) for s in shards for name, t in s.tensors.items()}
 
 
 def load(data: Union[bytes, bytearray, memoryview], **kw: Any) -> Dict[str, "np.ndarray"]:
     """Load every tensor of a strictly valid file held in memory (``safetensors.numpy.load``).
 
-    The arrays are views of ``data`` (read-only for ``bytes``), checked first.
+    The arrays are read-only views of ``data`` when it is ``bytes`` (immutable), else of a
+    ``bytes`` copy of it taken before the check: either way, of the bytes that were checked.
     """
-    opts = _loader_options(kw, "mmap")
+    opts = _loader_options(kw, "pread")
     buffer = data if isinstance(data, bytes) else bytes(data)
     report = _verdict(*_native.check_bytes(buffer, "<bytes>", opts))
     assert isinstance(report, Report)
     return {t.name: _array(buffer, t) for t in report.tensors}
-
