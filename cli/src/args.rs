@@ -3,9 +3,9 @@
 
 use std::ffi::OsString;
 
-use stcheck::{Config, ReadMode, Rule, Severity};
-use stcheck_print::records::Profile;
-use stcheck_print::spec::{near_rules, rule_from_id_any_case};
+use stcheck::{Profile, ReadMode, Rule};
+use stcheck_gate::options::RunOptions;
+use stcheck_gate::Gate;
 
 pub(crate) const HELP: &str = "\
 stcheck: a strict validator for safetensors files
@@ -147,7 +147,7 @@ pub(crate) enum ProgressMode {
     Never,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Options {
     pub(crate) paths: Vec<OsString>,
     pub(crate) format: Format,
@@ -155,30 +155,17 @@ pub(crate) struct Options {
     pub(crate) progress: ProgressMode,
     pub(crate) verbose: bool,
     pub(crate) jobs: usize,
-    pub(crate) mode: ReadMode,
-    pub(crate) follow_links: bool,
-    pub(crate) allow_empty: bool,
-    pub(crate) profile: Profile,
-    pub(crate) compare_reference: bool,
-    pub(crate) config: Config,
-    /// `--header NAME:VALUE`, sent with requests for URLs (never to another host).
-    pub(crate) headers: Vec<(String, String)>,
-    /// `--ca-file PATH`: the certificates trusted for https URLs instead of the built-in ones.
-    pub(crate) ca_file: Option<std::path::PathBuf>,
-    /// `--timeout SECONDS`: the deadline of each URL (a file with its data, or a set with all
-    /// its shards), instead of the library's defaults.
-    pub(crate) timeout: Option<std::time::Duration>,
+    /// What the run checks and how, resolved once (the gate's one option resolution).
+    pub(crate) gate: Gate,
 }
 
 impl Options {
-    /// Whether the reference crate runs (its verdict decides, or is compared).
-    pub(crate) fn wants_reference(&self) -> bool {
-        self.compare_reference || self.profile == Profile::Reference
-    }
-
-    /// The configuration for one job, with `threads` for a deep scan of one mapped file.
-    pub(crate) fn config_for(&self, threads: usize) -> Config {
-        self.config.clone().threads(threads)
+    /// The printers' options.
+    pub(crate) fn print(&self) -> stcheck_print::Options {
+        stcheck_print::Options::new(self.gate.profile())
+            .verbose(self.verbose)
+            .quiet(self.quiet)
+            .compare_reference(self.gate.options().compare_reference)
     }
 }
 
@@ -196,28 +183,18 @@ fn default_jobs() -> usize {
 
 /// Parse the arguments after the program name.
 pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
-    let mut o = Options {
+    let mut o = Parsed {
         paths: Vec::new(),
         format: Format::Text,
         quiet: false,
         progress: ProgressMode::Auto,
         verbose: false,
         jobs: default_jobs(),
-        mode: ReadMode::Read,
-        follow_links: false,
-        allow_empty: false,
-        profile: Profile::Strict,
-        compare_reference: false,
-        config: Config::default(),
-        headers: Vec::new(),
-        ca_file: None,
-        timeout: None,
     };
+    let mut run = RunOptions::default();
     let mut no_mmap = false;
     let mut mmap = false;
     let mut stream = false;
-    let mut portable_to: Option<Vec<String>> = None;
-    let mut refusals_are_errors = false;
     let mut args = args.into_iter();
     let mut only_paths = false;
     // --help, --version or --explain: they print and check nothing.
@@ -297,46 +274,23 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                 let rule = rule_arg("--explain", &v)?;
                 info.get_or_insert(("--explain", Command::Explain(rule)));
             }
-            "--deny" => {
-                for id in value("a rule ID")?.split(',') {
-                    let rule = rule_arg("--deny", id)?;
-                    if !o.config.deny.contains(&rule) {
-                        o.config.deny.push(rule);
-                    }
-                }
-            }
-            "--allow" => {
-                for id in value("a rule ID")?.split(',') {
-                    let rule = rule_arg("--allow", id)?;
-                    if rule.severity() == Severity::Error {
-                        return Err(format!(
-                            "--allow {rule}: {rule} is an error, and errors cannot be allowed \
-                             (a gate's verdict stays a gate's verdict); only warnings can be \
-                             hidden"
-                        ));
-                    }
-                    if !o.config.allow.contains(&rule) {
-                        o.config.allow.push(rule);
-                    }
-                }
-            }
+            "--deny" => run
+                .deny
+                .extend(value("a rule ID")?.split(',').map(str::to_owned)),
+            "--allow" => run
+                .allow
+                .extend(value("a rule ID")?.split(',').map(str::to_owned)),
             "-v" | "--verbose" => o.verbose = true,
             "--no-mmap" => no_mmap = true,
             "--mmap" => mmap = true,
             "--stream" => stream = true,
-            "--follow-links" => o.follow_links = true,
-            "--allow-empty" => o.allow_empty = true,
-            "--compare-reference" => o.compare_reference = true,
-            "--deny-warnings" => o.config.deny_warnings = true,
-            "--deep" => o.config.deep = true,
-            "--sha256" => {
-                o.config.deep = true;
-                o.config.sha256 = true;
-            }
-            "--deny-nonfinite" => {
-                o.config.deep = true;
-                o.config.deny_nonfinite = true;
-            }
+            "--follow-links" => run.follow_links = true,
+            "--allow-empty" => run.allow_empty = true,
+            "--compare-reference" => run.compare_reference = true,
+            "--deny-warnings" => run.deny_warnings = true,
+            "--deep" => run.deep = true,
+            "--sha256" => run.sha256 = true,
+            "--deny-nonfinite" => run.deny_nonfinite = true,
             "-j" | "--jobs" => {
                 let v = value("a number of jobs")?;
                 o.jobs = match v.parse::<usize>() {
@@ -348,7 +302,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             }
             "--profile" => {
                 let v = value("strict, reference or portable")?;
-                o.profile = match v.as_str() {
+                run.profile = match v.as_str() {
                     "strict" => Profile::Strict,
                     "reference" => Profile::Reference,
                     "portable" => Profile::Portable,
@@ -361,37 +315,37 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             }
             "--portable-to" => {
                 let v = value("reader IDs, comma-separated")?;
-                portable_to = Some(v.split(',').map(|r| r.trim().to_owned()).collect());
-                o.profile = Profile::Portable;
+                run.portable_to = Some(v.split(',').map(|r| r.trim().to_owned()).collect());
             }
-            "--refusals-are-errors" => refusals_are_errors = true,
+            "--refusals-are-errors" => run.refusals_are_errors = true,
             "--max-header-size" => {
                 let v = value("a number of bytes")?;
-                o.config.max_header_size = v
-                    .parse::<u64>()
-                    .map_err(|_| format!("--max-header-size: {v:?} is not a number of bytes"))?;
+                run.max_header_size =
+                    Some(v.parse::<u64>().map_err(|_| {
+                        format!("--max-header-size: {v:?} is not a number of bytes")
+                    })?);
             }
             "--header" => {
                 let v = value("NAME:VALUE")?;
                 let Some((name, val)) = v.split_once(':') else {
                     return Err("--header: expected NAME:VALUE".to_owned());
                 };
-                o.headers
+                run.headers
                     .push((name.trim().to_owned(), val.trim().to_owned()));
             }
             "--ca-file" => {
-                o.ca_file = Some(value("a PEM file")?.into());
+                run.ca_file = Some(value("a PEM file")?.into());
             }
-            "--timeout" => o.timeout = Some(seconds("--timeout", &value("seconds")?)?),
+            "--timeout" => run.timeout = Some(seconds("--timeout", &value("seconds")?)?),
             "--max-warnings-per-rule" => {
                 let v = value("a number of warnings")?;
-                o.config.max_warnings_per_rule = match v.parse::<usize>() {
+                run.max_warnings_per_rule = match v.parse::<usize>() {
                     Ok(0) | Err(_) => {
                         return Err(format!(
                             "--max-warnings-per-rule: {v:?} is not a positive integer"
                         ))
                     }
-                    Ok(n) => n,
+                    Ok(n) => Some(n),
                 };
             }
             _ => return Err(format!("unknown option {name} (see --help)")),
@@ -404,7 +358,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             return Err(format!(
                 "{option} checks nothing, so a PATH next to it ({}) would not be checked; run \
                  {option} on its own",
-                super::render::show(std::path::Path::new(p))
+                stcheck_gate::fs::display_path(std::path::Path::new(p))
             ));
         }
         return Ok(command);
@@ -415,52 +369,46 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         (true, _, true) => return Err("--mmap and --stream exclude each other".to_owned()),
         _ => {}
     }
-    o.mode = if stream {
+    run.mode = if stream {
         ReadMode::Stream
     } else if mmap {
         ReadMode::Mmap
     } else {
         ReadMode::Read
     };
-    o.config.reference = o.wants_reference();
-    if o.profile == Profile::Portable {
-        let table = stcheck::portable::ReaderTable::builtin()
-            .map_err(|e| format!("the built-in reader table does not load: {e}"))?;
-        let mut options = match &portable_to {
-            None => stcheck::portable::Options::all(table),
-            Some(ids) => stcheck::portable::Options::readers(table, ids).map_err(|e| {
-                let known: Vec<&str> = table.readers().iter().map(|r| r.id()).collect();
-                format!("--portable-to: {e} (readers: {})", known.join(", "))
-            })?,
-        };
-        options.refusals_are_errors = refusals_are_errors;
-        o.config.portable = Some(options);
-    } else if refusals_are_errors {
-        return Err("--refusals-are-errors needs the portable profile".to_owned());
-    }
-    if o.config.reads_data() && o.profile == Profile::Reference {
-        return Err("--deep, --sha256 and --deny-nonfinite need the strict profile".to_owned());
-    }
-    if let Some(r) = o.config.allow.iter().find(|r| o.config.deny.contains(r)) {
-        return Err(format!("--allow {r} and --deny {r} exclude each other"));
-    }
-    if o.config.deny_nonfinite && o.config.allow.contains(&Rule::DataNonFinite) {
-        return Err("--allow DATA-NONFINITE and --deny-nonfinite exclude each other".to_owned());
-    }
-    if o.format == Format::Sarif && o.profile == Profile::Reference {
+    if o.format == Format::Sarif && run.effective_profile() == Profile::Reference {
         return Err(
             "--format sarif needs the strict profile: SARIF results name the rules of SPEC.md, \
              and the reference profile's verdicts have none (use --compare-reference)"
                 .to_owned(),
         );
     }
+    let gate = Gate::new(run).map_err(|e| e.0)?;
     if o.paths.is_empty() {
         return Err("no PATH given (see --help)".to_owned());
     }
     if o.paths.iter().filter(|p| *p == "-").count() > 1 {
         return Err("'-' (standard input) can be given only once".to_owned());
     }
-    Ok(Command::Run(Box::new(o)))
+    Ok(Command::Run(Box::new(Options {
+        paths: o.paths,
+        format: o.format,
+        quiet: o.quiet,
+        progress: o.progress,
+        verbose: o.verbose,
+        jobs: o.jobs,
+        gate,
+    })))
+}
+
+/// The options of the output while they are parsed.
+struct Parsed {
+    paths: Vec<OsString>,
+    format: Format,
+    quiet: bool,
+    progress: ProgressMode,
+    verbose: bool,
+    jobs: usize,
 }
 
 /// The longest `--timeout`: a year, far past any real transfer (and any `Instant` overflow).
@@ -480,22 +428,7 @@ fn seconds(option: &str, v: &str) -> Result<std::time::Duration, String> {
 
 /// The rule named by `id` (in any case) for `option`, or a usage error naming the rules near it.
 fn rule_arg(option: &str, id: &str) -> Result<Rule, String> {
-    let id = id.trim();
-    if let Some(rule) = rule_from_id_any_case(id) {
-        return Ok(rule);
-    }
-    let near: Vec<&str> = near_rules(id).iter().map(|r| r.id()).collect();
-    Err(match near.as_slice() {
-        [] => format!(
-            "{option}: no rule {id:?} (the rule IDs are in SPEC.md, section 4, and in \
-             --format sarif's rule list)"
-        ),
-        [one] => format!("{option}: no rule {id:?}; did you mean {one}?"),
-        many => format!(
-            "{option}: no rule {id:?}; did you mean one of {}?",
-            many.join(", ")
-        ),
-    })
+    stcheck_gate::options::rule_arg(option, id)
 }
 
 #[cfg(test)]
@@ -513,7 +446,7 @@ mod tests {
     fn values_inline_and_separate() {
         let o = run(&["--jobs=3", "--max-header-size", "100", "a"]).expect("valid arguments");
         assert_eq!(o.jobs, 3);
-        assert_eq!(o.config.max_header_size, 100);
+        assert_eq!(o.gate.config().max_header_size, 100);
         assert_eq!(o.paths, vec![OsString::from("a")]);
     }
 
@@ -546,13 +479,13 @@ mod tests {
     #[test]
     fn timeouts() {
         use std::time::Duration;
-        assert_eq!(run(&["a"]).map(|o| o.timeout), Ok(None));
+        assert_eq!(run(&["a"]).map(|o| o.gate.options().timeout), Ok(None));
         assert_eq!(
-            run(&["--timeout", "90", "a"]).map(|o| o.timeout),
+            run(&["--timeout", "90", "a"]).map(|o| o.gate.options().timeout),
             Ok(Some(Duration::from_secs(90)))
         );
         assert_eq!(
-            run(&["--timeout=0.5", "a"]).map(|o| o.timeout),
+            run(&["--timeout=0.5", "a"]).map(|o| o.gate.options().timeout),
             Ok(Some(Duration::from_millis(500)))
         );
     }
@@ -584,8 +517,11 @@ mod tests {
             "a",
         ])
         .expect("valid arguments");
-        assert_eq!(o.config.deny, vec![Rule::LayoutAlign, Rule::NamePath]);
-        assert_eq!(o.config.allow, vec![Rule::FrameAlign]);
+        assert_eq!(
+            o.gate.config().deny,
+            vec![Rule::LayoutAlign, Rule::NamePath]
+        );
+        assert_eq!(o.gate.config().allow, vec![Rule::FrameAlign]);
         let e = run(&["--allow", "LAYOUT-GAP", "a"]).expect_err("an error rule");
         assert!(e.contains("LAYOUT-GAP is an error"), "{e}");
         let e = run(&["--deny", "LAYOUT-ALIGNN", "a"]).expect_err("no such rule");

@@ -2,10 +2,7 @@
 //! and URLs under the strict profile. See `run.rs` and `stcheck --help`.
 
 mod args;
-mod check;
 mod progress;
-mod remote;
-mod render;
 mod run;
 
 fn main() -> std::process::ExitCode {

@@ -6,14 +6,24 @@
 //! - [`shards`]: the shards of an index on disk ([`shards::FsSource`]);
 //! - [`remote`] (feature `remote`, on by default): files and sets on an HTTP(S) server or the
 //!   Hugging Face hub, checked with range requests;
+//! - [`options`]: [`options::RunOptions`], the one resolution of every face's options into
+//!   the core's `Config`;
 //! - [`target`]: how a target is shown (credentials never are);
 //! - [`walk`]: the command line's PATH arguments as a list of targets.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fs;
+pub mod options;
 #[cfg(feature = "remote")]
 pub mod remote;
+mod run;
 pub mod shards;
 pub mod target;
 pub mod walk;
+
+pub use run::{
+    read_index, shown_path, target_of, Cost, Done, Gate, Place, Plan, Shown, Sink, Status,
+    Unchecked, Via,
+};
+pub use walk::Target;

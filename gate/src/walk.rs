@@ -1,4 +1,4 @@
-//! Turning the PATH arguments into a list of jobs, with the file-system policy of
+//! Turning the PATH arguments into a list of targets, with the file-system policy of
 //! [`crate::fs`]: a path named on the command line is taken as given (a link is followed, to a
 //! regular file or a directory); below a directory, what looks like a checkpoint is either a
 //! job or reported as not checked.
@@ -12,7 +12,7 @@ use crate::fs::{checkpoint_kind, Checkpoint, FileKind, LinkPolicy, NotChecked, W
 
 /// One unit of work, in output order.
 #[derive(Debug)]
-pub enum Job {
+pub enum Target {
     /// A safetensors file.
     File(PathBuf),
     /// A `*.safetensors.index.json` and its shards, with the directory named on the command
@@ -39,8 +39,14 @@ enum Named {
     Special(PathBuf, FileKind),
 }
 
-/// Expand the command-line paths into jobs.
-pub fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) -> Vec<Job> {
+/// Expand the command-line paths into targets: links judged by `links`, and a directory with
+/// nothing to check not checked unless `allow_empty` (whose option is named `empty_option`).
+pub fn expand(
+    paths: &[OsString],
+    links: LinkPolicy,
+    allow_empty: bool,
+    empty_option: &'static str,
+) -> Vec<Target> {
     let named: Vec<Named> = paths
         .iter()
         .map(|p| {
@@ -58,55 +64,59 @@ pub fn expand(paths: &[OsString], follow_links: bool, allow_empty: bool) -> Vec<
             }
         })
         .collect();
-    let mut walker =
-        Walker::new(LinkPolicy::confined().follow_outside(follow_links)).allow_empty(allow_empty);
+    let mut walker = Walker::new(links)
+        .allow_empty(allow_empty)
+        .empty_option_name(empty_option);
     for n in &named {
         if let Named::Dir(d) = n {
             walker.declare_root(d);
         }
     }
-    let mut jobs = Vec::new();
+    let mut targets = Vec::new();
     for n in named {
         match n {
-            Named::Stdin => jobs.push(Job::Stdin),
-            Named::Url(url) => jobs.push(Job::Url(url)),
+            Named::Stdin => targets.push(Target::Stdin),
+            Named::Url(url) => targets.push(Target::Url(url)),
             Named::File(path) => {
                 let is_index = path
                     .file_name()
                     .is_some_and(|n| checkpoint_kind(n) == Some(Checkpoint::Index));
-                jobs.push(if is_index {
-                    Job::Index(path, None)
+                targets.push(if is_index {
+                    Target::Index(path, None)
                 } else {
-                    Job::File(path)
+                    Target::File(path)
                 });
             }
             Named::Special(path, kind) => {
-                jobs.push(Job::NotChecked(path, NotChecked::NotRegular(kind).into()));
+                targets.push(Target::NotChecked(
+                    path,
+                    NotChecked::NotRegular(kind).into(),
+                ));
             }
             Named::Dir(root) => {
                 for entry in walker.walk(&root) {
-                    jobs.push(match entry {
+                    targets.push(match entry {
                         WalkEntry::Checkpoint {
                             path,
                             kind: Checkpoint::Safetensors,
                             ..
-                        } => Job::File(path),
+                        } => Target::File(path),
                         WalkEntry::Checkpoint {
                             path,
                             kind: Checkpoint::Index,
                             ..
-                        } => Job::Index(path, Some(root.clone())),
+                        } => Target::Index(path, Some(root.clone())),
                         WalkEntry::NotChecked {
                             path,
                             reason: NotChecked::Io(e),
-                        } => Job::WalkError(path, e),
+                        } => Target::WalkError(path, e),
                         WalkEntry::NotChecked { path, reason } => {
-                            Job::NotChecked(path, reason.into())
+                            Target::NotChecked(path, reason.into())
                         }
                     });
                 }
             }
         }
     }
-    jobs
+    targets
 }

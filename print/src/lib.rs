@@ -3,11 +3,61 @@
 //! - [`records`]: the JSON Lines records (`docs/json-output.md`), written line-safe by
 //!   [`json_out`];
 //! - [`sarif`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`);
-//! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF).
+//! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF);
+//! - [`Text`], [`JsonLines`] and [`sarif::SarifWriter`]: printers, sinks of the gate's
+//!   events (`stcheck_gate::Sink`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod json_out;
+mod lines;
 pub mod records;
 pub mod sarif;
 pub mod spec;
+mod text;
+
+pub use lines::JsonLines;
+pub use stcheck::Profile;
+pub use text::{summary as text_summary, Text};
+
+/// What the printers show beside the verdicts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Whose verdict decides a record's status.
+    pub profile: Profile,
+    /// List every tensor (and the metadata, in JSON).
+    pub verbose: bool,
+    /// Text: only what failed (JSON and SARIF are always whole).
+    pub quiet: bool,
+    /// Show the reference crate's verdict beside the strict one.
+    pub compare_reference: bool,
+}
+
+impl Options {
+    /// The options of a run's printer.
+    pub fn new(profile: Profile) -> Self {
+        Options {
+            profile,
+            ..Options::default()
+        }
+    }
+
+    /// Set [`Options::verbose`].
+    pub fn verbose(mut self, yes: bool) -> Self {
+        self.verbose = yes;
+        self
+    }
+
+    /// Set [`Options::quiet`].
+    pub fn quiet(mut self, yes: bool) -> Self {
+        self.quiet = yes;
+        self
+    }
+
+    /// Set [`Options::compare_reference`].
+    pub fn compare_reference(mut self, yes: bool) -> Self {
+        self.compare_reference = yes;
+        self
+    }
+}

@@ -23,30 +23,7 @@ use stcheck::Severity;
 use stcheck::{DtypeTotal, Report};
 use stcheck::{Error, Finding, ReadError};
 
-/// Whose verdict decides a file's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Profile {
-    /// The rules of SPEC.md.
-    Strict,
-    /// The verdict of the reference crate (`safetensors` 0.8.0).
-    Reference,
-    /// Strict, and read the same way by every reader of the reader table chosen
-    /// ([`stcheck::Config::portable`]).
-    Portable,
-}
-
-impl Profile {
-    /// `"strict"` or `"reference"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Strict => "strict",
-            Profile::Reference => "reference",
-            Profile::Portable => "portable",
-        }
-    }
-}
+pub use stcheck::Profile;
 
 /// A record's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -59,6 +36,17 @@ pub enum Status {
     Invalid,
     /// Could not be checked: never valid.
     IoError,
+}
+
+impl Status {
+    /// `Valid` or `Invalid`.
+    pub fn of(valid: bool) -> Status {
+        if valid {
+            Status::Valid
+        } else {
+            Status::Invalid
+        }
+    }
 }
 
 impl Status {
@@ -383,43 +371,17 @@ pub fn reference_totals(ts: &[stcheck::reference::RefTensor]) -> Vec<(String, u6
 
 /// The status of a checked set under `profile`.
 pub fn index_status(report: &IndexReport, profile: Profile) -> Status {
-    let portable_ok = profile != Profile::Portable
-        || report
-            .portable()
-            .is_none_or(stcheck::portable::PortableReport::is_portable);
-    if report.is_valid() && portable_ok {
-        Status::Valid
-    } else {
-        Status::Invalid
-    }
+    Status::of(report.is_valid_under(profile))
 }
 
 /// The status of a checked file under `profile`.
 pub fn file_status(checked: &Checked<'_>, profile: Profile) -> Status {
-    let ok = match (profile, &checked.reference) {
-        (Profile::Reference, Some(v)) => v.accepts(),
-        (Profile::Portable, _) => {
-            checked.verdict.is_ok()
-                && checked
-                    .portable
-                    .as_ref()
-                    .is_none_or(stcheck::portable::PortableReport::is_portable)
-        }
-        _ => checked.verdict.is_ok(),
-    };
-    if ok {
-        Status::Valid
-    } else {
-        Status::Invalid
-    }
+    Status::of(checked.is_valid_under(profile))
 }
 
 /// Why the strict profile and the reference disagree on a file the reference loads.
 pub fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
-    match (&checked.verdict, &checked.reference) {
-        (Err(e), Some(Verdict::Accept(_))) => e.rule().reference_divergence(),
-        _ => None,
-    }
+    checked.reference_divergence()
 }
 
 /// The record of one checked file (`"type": "file"`), or of one shard inside an index record
@@ -434,31 +396,8 @@ pub struct FileRecord<'a> {
 }
 
 /// What checking a file by URL cost: `{"requests", "bytes", "redirects", "retries"}` (bytes
-/// of response bodies).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct RemoteCost {
-    /// HTTP requests sent, redirects and retries included.
-    pub requests: u32,
-    /// Bytes of response bodies received.
-    pub bytes: u64,
-    /// Redirects followed.
-    pub redirects: u32,
-    /// Requests retried after a 429 or 5xx.
-    pub retries: u32,
-}
-
-impl RemoteCost {
-    /// A cost.
-    pub fn new(requests: u32, bytes: u64, redirects: u32, retries: u32) -> Self {
-        RemoteCost {
-            requests,
-            bytes,
-            redirects,
-            retries,
-        }
-    }
-}
+/// of response bodies): the gate's own [`stcheck_gate::Cost`].
+pub use stcheck_gate::Cost as RemoteCost;
 
 #[derive(Debug, Clone, Copy)]
 struct RemoteInfo<'a> {
@@ -910,6 +849,21 @@ pub fn write_json<W: Write + ?Sized, T: Serialize + ?Sized>(
     value: &T,
 ) -> io::Result<()> {
     crate::json_out::to_writer(&mut *w, value).map_err(io::Error::other)
+}
+
+/// Write the fields of `value`, a JSON object, without its braces: for a record whose head is
+/// streamed before (a sharded set's path and shards) and whose tail closes it. The one place a
+/// record is put together from parts.
+pub fn write_fields<W: Write + ?Sized, T: Serialize + ?Sized>(
+    w: &mut W,
+    value: &T,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    write_json(&mut buf, value)?;
+    match buf.strip_prefix(b"{").and_then(|b| b.strip_suffix(b"}")) {
+        Some(inner) => w.write_all(inner),
+        None => Err(io::Error::other("a record's tail is not a JSON object")),
+    }
 }
 
 /// Write `{"type":KIND,"data":DATA}` and a newline.

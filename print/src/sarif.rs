@@ -33,11 +33,12 @@ use serde::{Serialize, Serializer};
 
 use crate::records::write_json;
 use crate::spec::{one_line, RuleText};
-use stcheck::index::IndexReport;
+use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
 use stcheck::Checked;
 use stcheck::{Error, Finding, Location as At, ReadError};
 use stcheck::{Rule, Severity};
+use stcheck_gate::{Place, Shown, Sink, Unchecked, Via};
 
 /// The SARIF version written.
 pub const VERSION: &str = "2.1.0";
@@ -546,6 +547,8 @@ pub struct SarifWriter<W: Write> {
     results: u64,
     notifications: Vec<Notification>,
     omitted_notifications: u64,
+    /// The set whose shards are being written (as a sink of the gate's events).
+    open: Option<Shards>,
 }
 
 impl<W: Write> SarifWriter<W> {
@@ -600,6 +603,7 @@ impl<W: Write> SarifWriter<W> {
             results: 0,
             notifications: Vec::new(),
             omitted_notifications: 0,
+            open: None,
         })
     }
 
@@ -742,6 +746,68 @@ impl<W: Write> SarifWriter<W> {
         )?;
         self.out.write_all(b"]}]}\n")?;
         Ok(self.out)
+    }
+}
+
+/// Where a target stands, as a SARIF artifact (`None` for standard input).
+pub fn location_of(at: &Shown<'_>) -> Option<ArtifactLocation> {
+    match at.place {
+        Place::Path(p) => Some(ArtifactLocation::of_path(p)),
+        Place::Url(u) => Some(ArtifactLocation::of_url(u)),
+        Place::Stdin => None,
+    }
+}
+
+impl<W: Write> Sink for SarifWriter<W> {
+    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, _via: &Via) -> io::Result<()> {
+        SarifWriter::file(self, location_of(at).as_ref(), checked)
+    }
+
+    fn index_start(
+        &mut self,
+        at: &Shown<'_>,
+        _shard_dir: &str,
+        _mode: Option<stcheck::ReadMode>,
+    ) -> io::Result<()> {
+        self.open = match at.place {
+            Place::Path(p) => Some(Shards::of_index_path(p)),
+            Place::Url(u) => Some(Shards::of_index_url(u)),
+            Place::Stdin => None,
+        };
+        Ok(())
+    }
+
+    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
+        match (outcome, &self.open) {
+            (ShardOutcome::Checked(c), Some(shards)) => {
+                let at = shards.location(name);
+                SarifWriter::file(self, Some(&at), c)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn index_end(
+        &mut self,
+        at: &Shown<'_>,
+        outcome: Result<&IndexReport, &ReadError>,
+        _via: &Via,
+    ) -> io::Result<()> {
+        let shards = self.open.take();
+        let file = location_of(at);
+        match (outcome, shards, &file) {
+            (Ok(rep), Some(shards), Some(file)) => self.index(file, &shards, rep),
+            (Err(e), _, _) => {
+                self.not_checked(file.as_ref(), at.text, e);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, _how: Unchecked) -> io::Result<()> {
+        SarifWriter::not_checked(self, location_of(at).as_ref(), at.text, why);
+        Ok(())
     }
 }
 

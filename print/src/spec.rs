@@ -104,50 +104,6 @@ pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The rules whose IDs are near `word` (for "did you mean" in usage errors): IDs that contain
-/// it in any case (`frame-`, `GAP`) and IDs within a small edit distance (`LAYOUT-GAPS`). At most five, in the order of [`Rule::ALL`].
-pub fn near_rules(word: &str) -> Vec<Rule> {
-    let w = word.to_ascii_uppercase();
-    if w.is_empty() {
-        return Vec::new();
-    }
-    let limit = (w.len() / 4).clamp(1, 3);
-    let mut out: Vec<Rule> = Rule::ALL
-        .iter()
-        .copied()
-        .filter(|r| {
-            let id = r.id();
-            (w.len() >= 3 && id.contains(w.as_str())) || edit_distance(id, &w) <= limit
-        })
-        .collect();
-    // The closest first when there are many.
-    out.sort_by_key(|r| edit_distance(r.id(), &w));
-    out.truncate(5);
-    out.sort();
-    out
-}
-
-/// Levenshtein distance over bytes (the IDs are ASCII).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, &x) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, &y) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(x != y);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// The rule with this ID, in any case (`layout-gap` is `LAYOUT-GAP`).
-pub fn rule_from_id_any_case(id: &str) -> Option<Rule> {
-    Rule::from_id(&id.to_ascii_uppercase())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,15 +130,5 @@ mod tests {
         assert!(!t.section.contains("### FRAME-EMPTY-HEADER"));
         let last = RuleText::of(Rule::IndexShardUnlisted).expect("documented");
         assert!(last.section.ends_with(last.section.trim_end()));
-    }
-
-    #[test]
-    fn near_matches() {
-        assert_eq!(near_rules("LAYOUT-GAPS"), vec![Rule::LayoutGap]);
-        assert_eq!(near_rules("layout-gap"), vec![Rule::LayoutGap]);
-        assert!(near_rules("FRAME-").contains(&Rule::FrameShort));
-        assert!(near_rules("DTYPE").contains(&Rule::DtypeUnknown));
-        assert!(near_rules("ZZZZZZZZZZZZZZ").is_empty());
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -53,6 +53,7 @@ pub mod limits;
 mod magic;
 mod names;
 pub mod portable;
+mod profile;
 pub mod reference;
 mod report;
 mod rules;
@@ -66,6 +67,7 @@ pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, Warning};
 pub use header::MetadataForm;
 pub use limits::Config;
 pub use names::escape;
+pub use profile::Profile;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
 pub use source::{

@@ -15,7 +15,7 @@ use crate::frame::LENGTH_FIELD;
 use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
 
 /// How a file's bytes are obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum ReadMode {
     /// Memory-mapped: the header is borrowed from the map and only the pages a check touches
@@ -27,6 +27,7 @@ pub enum ReadMode {
     /// header only, or, for a deep scan or a hash, the data region in blocks split across
     /// [`Config::threads`]. A file that changes under the check is
     /// [`ReadErrorKind::Changed`], never a crash.
+    #[default]
     Read,
     /// One forward pass through a fixed buffer, to the end of the file, as for a pipe.
     Stream,

@@ -67,8 +67,6 @@ mod verdict;
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use stcheck::index::IndexReport;
 use stcheck::index::ShardOutcome;
 use stcheck::Checked;
@@ -310,27 +308,7 @@ impl Depth {
     }
 }
 
-/// What checking one address cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Cost {
-    /// HTTP requests sent, redirects and retries included.
-    pub requests: u32,
-    /// Response body bytes received (headers not counted).
-    pub bytes: u64,
-    /// Redirects followed.
-    pub redirects: u32,
-    /// Requests repeated after 429, 5xx or a failed connection.
-    pub retries: u32,
-}
-
-impl Cost {
-    fn add(&mut self, other: &Cost) {
-        self.requests = self.requests.saturating_add(other.requests);
-        self.bytes = self.bytes.saturating_add(other.bytes);
-        self.redirects = self.redirects.saturating_add(other.redirects);
-        self.retries = self.retries.saturating_add(other.retries);
-    }
-}
+pub use crate::run::Cost;
 
 /// The kind of a [`RemoteError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
