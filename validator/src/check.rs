@@ -18,13 +18,14 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::deep::{DeepReport, DeepScan, Region, Slice};
-use crate::error::Error;
+use crate::error::{Error, ReadError, ReadErrorKind};
 use crate::frame;
 use crate::header;
 use crate::limits::{Config, HEAD_LEN};
+use crate::progress::Progress;
 use crate::reference::{self, Verdict};
-use crate::report::{Report, Warnings};
-use crate::source::Progress;
+use crate::report::Report;
+use crate::warnings::Warnings;
 
 /// What a [`Checker`] needs next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +224,7 @@ impl<'a> Checker<'a> {
     /// never the strict verdict in its place.
     pub fn try_finish(self) -> Result<Checked<'a>, crate::ReadError> {
         let wants = self.0.config.reference;
-        crate::source::require_reference(self.0.finish(), wants)
+        require_reference(self.0.finish(), wants)
     }
 
     /// Whether the checker has the header and is at the data region, which a source may then
@@ -282,7 +283,7 @@ impl<'a> Checker<'a> {
     /// the deep scan may split the data across [`Config::threads`]. Runs the reference crate
     /// too with [`Config::reference`].
     pub fn check_slice(config: &Config, file: &'a [u8]) -> Checked<'a> {
-        Self::check_slice_with(config, file, crate::source::no_progress())
+        Self::check_slice_with(config, file, crate::progress::no_progress())
     }
 
     /// [`Checker::check_slice`], telling `progress` how far the check got: the length field
@@ -638,4 +639,25 @@ fn check_header<'a>(header: Cow<'a, [u8]>, config: &Config) -> Result<Report<'a>
 /// check: the header benchmark's entry point.
 pub fn check_header_bytes<'a>(header: &'a [u8], config: &Config) -> Result<Report<'a>, Error> {
     check_header(Cow::Borrowed(header), config)
+}
+
+/// A check asked for the reference verdict must give it: a source that could not run the
+/// crate (a sparse temporary file that could not be made, a header the checker did not read)
+/// has not checked the file, rather than giving the strict verdict in its place.
+pub(crate) fn require_reference(
+    checked: Checked<'_>,
+    wanted: bool,
+) -> Result<Checked<'_>, ReadError> {
+    if let (true, Some(why)) = (wanted, &checked.reference_refused) {
+        return Err(ReadError::new(ReadErrorKind::TooLarge, why.clone()));
+    }
+    if wanted && checked.reference.is_none() {
+        return Err(ReadError::new(
+            ReadErrorKind::Io,
+            "the reference verdict could not be computed: the reference crate could not be \
+             run on the file's header (a temporary file could not be made, or the header is \
+             above --max-header-size but within the reference's limit)",
+        ));
+    }
+    Ok(checked)
 }

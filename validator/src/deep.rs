@@ -36,9 +36,9 @@ use sha2::{Digest, Sha256};
 use crate::dtype::Dtype;
 use crate::error::{Error, Finding, ReadError, Warning};
 use crate::limits::Config;
+use crate::progress::Progress;
 use crate::report::Report;
 use crate::rules::Rule;
-use crate::source::Progress;
 
 /// Bytes per block of the kernels' fast path: the unit that is re-read (from L1) element by
 /// element when it holds a special value.

@@ -8,6 +8,7 @@ macro_rules! dtypes {
         /// its writer uses (descending) to order tensors.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[allow(non_camel_case_types)]
+        #[non_exhaustive]
         pub enum Dtype {
             $( $(#[$doc])* $variant, )*
         }

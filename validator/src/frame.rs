@@ -3,10 +3,12 @@
 //! finding for the same bytes.
 
 use crate::error::{Error, Finding, Warning};
-use crate::header::HEADER_START;
 use crate::limits::Config;
 use crate::magic;
 use crate::rules::Rule;
+
+/// File offset of the first header byte.
+pub(crate) const HEADER_START: u64 = 8;
 
 /// Size of the length field.
 pub(crate) const LENGTH_FIELD: usize = 8;

@@ -26,13 +26,11 @@ use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, 
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Finding};
+use crate::frame::HEADER_START;
 use crate::json::{self, reject_types, KeyCursor, KeyHasher, KeyTable, Syntax, Text, TextSeed};
 use crate::names;
-use crate::report::Warnings;
 use crate::rules::{Kind, Rule};
-
-/// File offset of the first header byte.
-pub(crate) const HEADER_START: u64 = 8;
+use crate::warnings::Warnings;
 
 /// Marks a [`Record`] whose name had escapes: `name` is then an index into [`Names`].
 const ESCAPED: u32 = u32::MAX;

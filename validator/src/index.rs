@@ -581,7 +581,7 @@ pub fn check_index_with(
                     *offset,
                     format!(
                         "metadata.total_size is {}, not a non-negative JSON integer",
-                        crate::report::clip(raw)
+                        crate::clip::clip(raw)
                     ),
                 )
                 .in_index(),
@@ -1043,7 +1043,7 @@ impl<'de> Visitor<'de> for MetadataSeed<'_, 'de> {
                         Err(_) => TotalSize::NotInteger(raw.to_owned()),
                     }
                 } else {
-                    TotalSize::NotInteger(crate::report::clip(raw).into_owned())
+                    TotalSize::NotInteger(crate::clip::clip(raw).into_owned())
                 };
                 st.total_size = Some((value, at));
             }

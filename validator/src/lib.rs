@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 
 mod check;
+mod clip;
 pub mod deep;
 mod dtype;
 mod error;
@@ -54,11 +55,13 @@ mod magic;
 mod names;
 pub mod portable;
 mod profile;
+mod progress;
 pub mod reference;
 mod report;
 mod rules;
 mod size;
 mod source;
+mod warnings;
 pub mod write;
 
 pub use check::{check_header_bytes, Checked, Checker, Need};
@@ -68,10 +71,11 @@ pub use header::MetadataForm;
 pub use limits::Config;
 pub use names::escape;
 pub use profile::Profile;
+pub use progress::Progress;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
 pub use source::{
-    check_file, check_file_with, check_reader, check_reader_with, map, Mapped, Progress, ReadMode,
+    check_file, check_file_with, check_reader, check_reader_with, map, Mapped, ReadMode,
 };
 
 /// Validate a whole file held in memory (or memory-mapped) under `config`.

@@ -76,7 +76,7 @@ pub struct Config {
     /// The portable profile (SPEC.md, "Portable profile"): a file (or set) strict accepts is
     /// also judged against the readers of the reader table chosen here, and the result is in
     /// [`crate::Checked::portable`]. Default: `None` (strict only).
-    pub portable: Option<crate::portable::Options>,
+    pub portable: Option<crate::portable::table::Options>,
     /// Warning rules made errors, one by one (`--deny RULE`). Default: none.
     pub deny: Vec<crate::Rule>,
     /// Warning rules not reported at all (`--allow RULE`); an error rule here has no effect.
@@ -164,7 +164,7 @@ impl Config {
     }
 
     /// Set [`Config::portable`].
-    pub fn portable(mut self, options: Option<crate::portable::Options>) -> Self {
+    pub fn portable(mut self, options: Option<crate::portable::table::Options>) -> Self {
         self.portable = options;
         self
     }

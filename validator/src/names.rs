@@ -146,14 +146,14 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
 pub(crate) fn special_warning(name: &str) -> Option<(Rule, String)> {
     static LENGTHS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let lengths = LENGTHS.get_or_init(|| {
-        crate::portable::special_names()
+        crate::portable::table::special_names()
             .iter()
             .fold(0u64, |m, n| m | 1u64 << n.len().min(63))
     });
     if lengths & (1u64 << name.len().min(63)) == 0 {
         return None;
     }
-    crate::portable::special_name_warning(name)
+    crate::portable::table::special_name_warning(name)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::fmt;
 
 /// What stage of checking a rule belongs to, as in wasmparser's *malformed* / *invalid* split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// The bytes cannot be decoded to one unambiguous header: framing, UTF-8, JSON syntax,
     /// duplicate keys. Found by stage 1.

@@ -9,10 +9,11 @@
 use std::fs::File;
 use std::io::{self, Read};
 
-use crate::check::{Checked, Checker, Need};
+use crate::check::{require_reference, Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::frame::LENGTH_FIELD;
 use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
+use crate::progress::{no_progress, Progress};
 
 /// How a file's bytes are obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -42,32 +43,6 @@ impl ReadMode {
             ReadMode::Stream => "stream",
         }
     }
-}
-
-/// A hook told how a check advances through a file, in bytes: for a progress bar (by bytes,
-/// with a rate and an estimate of the time left) over long checks — a deep scan, a hash, a
-/// file read through a pipe.
-///
-/// [`Progress::advance`] is called with the number of bytes newly done; by the time the check
-/// returns, the counts add up to [`Checked::bytes_read`]. A mapped file's deep scan calls it
-/// every [`crate::deep::PROGRESS_STEP`] bytes, from the scanning threads (hence `Sync`); a
-/// read or streamed file after each buffer; a check that does not read the data, once for
-/// the header and once for the rest. The hook must be cheap and must not block: it runs on
-/// the checking threads. Closures `Fn(u64) + Sync` are hooks.
-pub trait Progress: Sync {
-    /// `bytes` more bytes of the file are done.
-    fn advance(&self, bytes: u64);
-}
-
-impl<F: Fn(u64) + Sync> Progress for F {
-    fn advance(&self, bytes: u64) {
-        self(bytes)
-    }
-}
-
-/// The hook of checks nobody watches.
-pub(crate) fn no_progress() -> &'static dyn Progress {
-    &|_: u64| {}
 }
 
 /// A read-only memory map of a file (see [`map`]); derefs to the file's bytes.
@@ -491,27 +466,6 @@ fn decisive_len(head: &[u8], n: u64, config: &Config) -> u64 {
         .max(reference)
         .max(sniff)
         .saturating_add(1)
-}
-
-/// A check asked for the reference verdict must give it: a source that could not run the
-/// crate (a sparse temporary file that could not be made, a header the checker did not read)
-/// has not checked the file, rather than giving the strict verdict in its place.
-pub(crate) fn require_reference(
-    checked: Checked<'_>,
-    wanted: bool,
-) -> Result<Checked<'_>, ReadError> {
-    if let (true, Some(why)) = (wanted, &checked.reference_refused) {
-        return Err(ReadError::new(ReadErrorKind::TooLarge, why.clone()));
-    }
-    if wanted && checked.reference.is_none() {
-        return Err(ReadError::new(
-            ReadErrorKind::Io,
-            "the reference verdict could not be computed: the reference crate could not be \
-             run on the file's header (a temporary file could not be made, or the header is \
-             above --max-header-size but within the reference's limit)",
-        ));
-    }
-    Ok(checked)
 }
 
 /// A new temporary file, unlinked at once so nothing is left behind.

@@ -32,7 +32,7 @@ use crate::dtype::Dtype;
 use crate::error::Finding;
 use crate::json::KeyTable;
 use crate::names;
-use crate::report::Warnings;
+use crate::warnings::Warnings;
 
 /// Parse a header of the canonical shape; `None` when the serde path must decide.
 pub(crate) fn parse(text: &str, warnings: Warnings) -> Option<Parsed> {
