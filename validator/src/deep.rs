@@ -42,26 +42,27 @@ use crate::rules::Rule;
 
 /// Bytes per block of the kernels' fast path: the unit that is re-read (from L1) element by
 /// element when it holds a special value.
-pub const BLOCK: usize = 4096;
+pub(crate) const BLOCK: usize = 4096;
 
 /// Bytes hashed and then scanned at a time when SHA-256 is on (fits in L2).
-pub const CHUNK: usize = 256 * 1024;
+pub(crate) const CHUNK: usize = 256 * 1024;
 
 /// Bytes of a mapped data region scanned (and hashed) between two reports to a [`Progress`]
 /// hook: one call per 4 MiB keeps the hook's cost out of sight.
+#[doc(hidden)]
 pub const PROGRESS_STEP: usize = 4 << 20;
 
 /// The smallest share of the data region given to one thread by default
 /// ([`Config::min_bytes_per_thread`] = 0).
-pub const DEFAULT_MIN_BYTES_PER_THREAD: u64 = 4 << 20;
+pub(crate) const DEFAULT_MIN_BYTES_PER_THREAD: u64 = 4 << 20;
 
 /// How far from the end of the file a ZIP end-of-central-directory record can start: its 22
 /// bytes plus a comment of up to 65,535 bytes.
-pub const ZIP_EOCD_WINDOW: usize = 22 + 65_535;
+pub(crate) const ZIP_EOCD_WINDOW: usize = 22 + 65_535;
 
 /// How many bytes at the start of the file and of the data region are sniffed for magic
 /// numbers; PDF readers look for `%PDF-` anywhere in this many bytes at the file's start.
-pub const SNIFF_LEN: usize = 1024;
+pub(crate) const SNIFF_LEN: usize = 1024;
 
 /// Non-finite counts of one tensor that holds at least one NaN or infinity. For C64 each F32
 /// part counts on its own.
@@ -970,7 +971,7 @@ fn nonfinite_warnings(report: &Report<'_>, accs: &[(usize, Acc)]) -> Vec<Warning
         .collect()
 }
 
-pub use crate::magic::sniff;
+pub(crate) use crate::magic::sniff;
 
 /// The bytes `DATA-POLYGLOT` looks at.
 struct PolyglotView<'b> {

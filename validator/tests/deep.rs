@@ -4,7 +4,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
-use stcheck::deep::sniff;
+use stcheck::internal::sniff;
 use stcheck::{Checked, Checker, Config, Dtype, Error, Report, Warning};
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use stcheck::deep::PROGRESS_STEP;
+use stcheck::internal::PROGRESS_STEP;
 use stcheck::write::{serialize, TensorSpec};
 use stcheck::{Checked, Checker, Config, Dtype, ReadMode};
 
