@@ -19,6 +19,10 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
+# The fuzz crate's lock file must be current: a build that rewrites it means the core's
+# dependencies changed without it.
+cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 --locked > /dev/null
+
 targets=${FUZZ_TARGETS:-$(cd fuzz && cargo +nightly fuzz list)}
 
 # One build for all targets: optimised, with debug assertions and overflow checks (-a), so the
