@@ -1,0 +1,230 @@
+//! Target `index`: sharded checkpoints.
+
+use crate::*;
+
+/// An `index` case: generated shards, the index the canonical layout implies, and at most one
+/// change to the set whose verdict is asserted.
+#[derive(Debug, Clone)]
+pub struct IndexCase {
+    /// The shards, each a model with tensor names unique across the set.
+    pub shards: Vec<Model>,
+    /// The change.
+    pub change: IndexChange,
+    /// Raw index bytes, used by [`IndexChange::RawIndex`].
+    pub raw: Vec<u8>,
+}
+
+/// A change to a valid sharded checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexChange {
+    /// None: the set must be valid, with no finding.
+    None,
+    /// Drop a tensor from `weight_map` (`INDEX-TENSOR-UNLISTED`).
+    DropEntry(u64),
+    /// Declare a wrong `total_size` (`INDEX-TOTAL-SIZE`).
+    WrongTotal(u64),
+    /// Remove a shard file (`INDEX-SHARD-MISSING`).
+    RemoveShard(u64),
+    /// Truncate a shard to 4 bytes (`INDEX-SHARD-INVALID`).
+    BreakShard(u64),
+    /// Add a `.safetensors` file the index does not name (warning `INDEX-SHARD-UNLISTED`).
+    ExtraFile,
+    /// Flip one byte of the index; only the generic properties are checked.
+    FlipIndexByte(u64, u8),
+    /// Use the raw bytes as the index; only the generic properties are checked.
+    RawIndex,
+}
+
+impl IndexCase {
+    /// Draw a case.
+    pub fn generate(src: &mut impl Source) -> Self {
+        let b = Bounds::generate(src);
+        let count = 1 + src.below(4);
+        let mut names = HashSet::new();
+        let mut shards = Vec::new();
+        for _ in 0..count {
+            let mut m = Model::generate_within(src, &b);
+            m.tensors.retain(|t| names.insert(t.name.clone()));
+            m.metadata.retain(|(k, _)| k != "total_parameters");
+            // A shard no tensor names is no part of the set (it would be an unlisted file).
+            if !m.tensors.is_empty() {
+                shards.push(m);
+            }
+        }
+        let change = match src.below(8) {
+            0 => IndexChange::None,
+            1 => IndexChange::DropEntry(src.u32().into()),
+            2 => IndexChange::WrongTotal(1 + src.below(1 << 20)),
+            3 => IndexChange::RemoveShard(src.u32().into()),
+            4 => IndexChange::BreakShard(src.u32().into()),
+            5 => IndexChange::ExtraFile,
+            6 => IndexChange::FlipIndexByte(src.u32().into(), src.byte().max(1)),
+            _ => IndexChange::RawIndex,
+        };
+        let raw_len = src.below(256) as usize;
+        let raw = (0..raw_len).map(|_| src.byte()).collect();
+        IndexCase {
+            shards,
+            change,
+            raw,
+        }
+    }
+
+    fn shard_name(i: usize, n: usize) -> String {
+        format!("model-{:05}-of-{n:05}.safetensors", i + 1)
+    }
+
+    /// Build the set, apply the change, run the checker and assert what the change implies.
+    pub fn check(&self) {
+        use stcheck::index::{check_index, MemorySource};
+        use stcheck::Location;
+        let n = self.shards.len();
+        let mut source = MemorySource::new();
+        let mut files = Vec::new();
+        let mut weight_map = serde_json::Map::new();
+        let mut total = 0u64;
+        for (i, m) in self.shards.iter().enumerate() {
+            let name = Self::shard_name(i, n);
+            for t in &m.tensors {
+                weight_map.insert(t.name.clone(), serde_json::Value::String(name.clone()));
+                total += t.data.len() as u64;
+            }
+            files.push((name, m.serialize()));
+        }
+        let mut expect: Option<Rule> = None;
+        let mut declared_total = total;
+        let all: Vec<String> = weight_map.keys().cloned().collect();
+        match self.change {
+            IndexChange::DropEntry(k) if !all.is_empty() => {
+                let dropped = &all[(k % all.len() as u64) as usize];
+                weight_map.remove(dropped);
+                let alone = self
+                    .shards
+                    .iter()
+                    .any(|m| m.tensors.len() == 1 && m.tensors[0].name == *dropped);
+                // A shard no tensor names any more is not part of the set: then only its
+                // bytes are missing from the total (if it had any).
+                let bytes = self
+                    .shards
+                    .iter()
+                    .flat_map(|m| &m.tensors)
+                    .find(|t| t.name == *dropped)
+                    .map_or(0, |t| t.data.len());
+                expect = if !alone {
+                    Some(Rule::IndexTensorUnlisted)
+                } else if bytes > 0 {
+                    Some(Rule::IndexTotalSize)
+                } else {
+                    None
+                };
+            }
+            IndexChange::WrongTotal(d) => {
+                declared_total = total.wrapping_add(d);
+                expect = Some(Rule::IndexTotalSize);
+            }
+            IndexChange::RemoveShard(k) if n > 0 => {
+                let i = (k % n as u64) as usize;
+                if self.shards[i].tensors.is_empty() {
+                    // An empty shard named by no tensor is not part of the set.
+                    files[i].1.clear();
+                } else {
+                    files[i].1.clear();
+                    expect = Some(Rule::IndexShardMissing);
+                }
+            }
+            IndexChange::BreakShard(k) if n > 0 => {
+                let i = (k % n as u64) as usize;
+                if !self.shards[i].tensors.is_empty() {
+                    files[i].1.truncate(4);
+                    expect = Some(Rule::IndexShardInvalid);
+                }
+            }
+            _ => {}
+        }
+        for (name, bytes) in files {
+            // A removed shard is absent; a broken one is short but present.
+            if !(bytes.is_empty() && matches!(self.change, IndexChange::RemoveShard(_))) {
+                source.insert(name, bytes);
+            }
+        }
+        if self.change == IndexChange::ExtraFile {
+            source.insert("extra.safetensors", Vec::new());
+        }
+        let mut index = serde_json::to_vec(&serde_json::json!({
+            "metadata": {"total_size": declared_total},
+            "weight_map": weight_map,
+        }))
+        .unwrap_or_default();
+        match self.change {
+            IndexChange::FlipIndexByte(at, mask) if !index.is_empty() => {
+                let i = (at % index.len() as u64) as usize;
+                index[i] ^= mask;
+            }
+            IndexChange::RawIndex => index = self.raw.clone(),
+            _ => {}
+        }
+
+        let config = Config::default();
+        let report = match check_index(&index, &source, &config) {
+            Ok(r) => r,
+            Err(e) => panic!("FUZZ FINDING: in-memory index check failed with I/O: {e}"),
+        };
+        let again = check_index(&index, &source, &config).ok();
+        assert_eq!(
+            again
+                .as_ref()
+                .map(|r| (r.errors().to_vec(), r.warnings().to_vec())),
+            Some((report.errors().to_vec(), report.warnings().to_vec())),
+            "FUZZ FINDING: index verdict not deterministic"
+        );
+        for f in report.errors().iter().chain(report.warnings()) {
+            let limit = match f.location() {
+                Location::Index => index.len() as u64,
+                _ => u64::MAX,
+            };
+            assert!(
+                f.offset() <= limit,
+                "FUZZ FINDING: index finding beyond the index: {f}"
+            );
+        }
+        let rules: Vec<Rule> = report.errors().iter().map(|f| f.rule()).collect();
+        let warned: Vec<Rule> = report.warnings().iter().map(|f| f.rule()).collect();
+        match self.change {
+            IndexChange::None => {
+                assert!(
+                    report.is_valid() && report.warnings().is_empty(),
+                    "FUZZ FINDING: valid sharded set rejected: {:?} {:?}",
+                    report.errors(),
+                    report.warnings()
+                );
+                assert_eq!(report.tensors(), all.len());
+                assert_eq!(report.total_size(), Some(total));
+            }
+            IndexChange::RemoveShard(_) | IndexChange::BreakShard(_) if n == 0 => {}
+            IndexChange::ExtraFile => {
+                assert!(report.is_valid(), "FUZZ FINDING: {:?}", report.errors());
+                assert!(
+                    warned.contains(&Rule::IndexShardUnlisted),
+                    "FUZZ FINDING: unlisted shard not warned: {warned:?}"
+                );
+            }
+            _ => {
+                if let Some(rule) = expect {
+                    assert!(
+                        rules.contains(&rule),
+                        "FUZZ FINDING: {:?} should give {rule}, got {:?}",
+                        self.change,
+                        report.errors()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "arbitrary")]
+impl<'a> arbitrary::Arbitrary<'a> for IndexCase {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(IndexCase::generate(u))
+    }
+}
