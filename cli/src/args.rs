@@ -339,8 +339,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--timeout" => run.timeout = Some(seconds("--timeout", &value("seconds")?)?),
             "--max-warnings-per-rule" => {
                 let v = value("a number of warnings")?;
+                // 0 is refused by the one resolution (RunOptions::resolve), for every face.
                 run.max_warnings_per_rule = match v.parse::<usize>() {
-                    Ok(0) | Err(_) => {
+                    Err(_) => {
                         return Err(format!(
                             "--max-warnings-per-rule: {v:?} is not a positive integer"
                         ))

@@ -288,10 +288,7 @@ pub fn rule_arg(option: &str, id: &str) -> Result<Rule, String> {
     }
     let near: Vec<&str> = Rule::near(id).iter().map(|r| r.id()).collect();
     Err(match near.as_slice() {
-        [] => format!(
-            "{option}: no rule {id:?} (the rule IDs are in SPEC.md, section 4, and in \
-             --format sarif's rule list)"
-        ),
+        [] => format!("{option}: no rule {id:?} (the rule IDs are in SPEC.md, section 4)"),
         [one] => format!("{option}: no rule {id:?}; did you mean {one}?"),
         many => format!(
             "{option}: no rule {id:?}; did you mean one of {}?",

@@ -66,6 +66,8 @@ impl Cost {
 pub enum Via {
     /// Read from the file system (or standard input) as the mode says.
     Local(ReadMode),
+    /// Handed over in memory by the caller (a face's `bytes`): no read mode.
+    Memory,
     /// Fetched from a server: the URL requested (for display) and what it cost.
     Remote {
         /// The `http(s)` URL requested, for display.
@@ -145,6 +147,16 @@ pub struct Done {
     pub is_index: bool,
     /// The first error of the sink, if any: the target's events stopped there.
     pub written: io::Result<()>,
+    /// The OS error number of a target that could not be read, where there is one (a face
+    /// that raises `OSError`s wants it).
+    pub os_error: Option<i32>,
+}
+
+/// The OS error number behind a read error, where there is one.
+fn os_error(e: &ReadError) -> Option<i32> {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error)
 }
 
 /// A run's options, resolved once, and what its targets share (the client of its URLs).
@@ -261,6 +273,7 @@ impl Gate {
             status,
             is_index: false,
             written: sink.file(at, c, via),
+            os_error: None,
         }
     }
 
@@ -286,14 +299,7 @@ impl Gate {
             });
         match result {
             Ok(done) => done,
-            Err(e) => {
-                let how = if e.is_policy() {
-                    Unchecked::Policy
-                } else {
-                    Unchecked::Unreadable
-                };
-                unchecked(&at, &e, how, false, sink)
-            }
+            Err(e) => not_checked(&at, &e, sink),
         }
     }
 
@@ -309,30 +315,57 @@ impl Gate {
         }
     }
 
-    /// Check the sharded set of the index at `path`, handing each shard's outcome to
-    /// `on_shard` as it comes.
-    pub fn check_index(
-        &self,
-        path: &Path,
-        root: Option<&Path>,
-        config: &Config,
-        progress: &dyn Progress,
-        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
-    ) -> Result<IndexReport, ReadError> {
-        let bytes = read_index(path, config)?;
-        let source = Watched {
-            source: self.shard_source(path, root),
-            progress,
-        };
-        index::check_index_with(&bytes, &source, config, on_shard)
-    }
-
     fn index(
         &self,
         path: &Path,
         root: Option<&Path>,
         config: &Config,
         progress: &dyn Progress,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        let source = Watched {
+            source: self.shard_source(path, root),
+            progress,
+        };
+        self.index_from(path, &source, config, sink)
+    }
+
+    /// Check the sharded set of the index at `path` with its shards from `source` (a face that
+    /// keeps what it checked wraps [`Gate::shard_source`]), telling `sink` as
+    /// [`Gate::check`] does; `threads` for each shard's deep scan.
+    pub fn check_index_from(
+        &self,
+        path: &Path,
+        source: &dyn ShardSource,
+        threads: usize,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        let config = self.config.clone().threads(threads);
+        self.index_from(path, source, &config, sink)
+    }
+
+    /// Check a whole file held in memory, shown as `name`: a file record with no read mode.
+    pub fn check_bytes(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        threads: usize,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        let config = self.config.clone().threads(threads);
+        let at = Shown {
+            text: name,
+            place: Place::Stdin,
+        };
+        let c = stcheck::Checker::check_slice(&config, bytes);
+        self.checked(&at, &c, &Via::Memory, sink)
+    }
+
+    fn index_from(
+        &self,
+        path: &Path,
+        source: &dyn ShardSource,
+        config: &Config,
         sink: &mut dyn Sink,
     ) -> Done {
         let text = crate::fs::display_path(path);
@@ -345,10 +378,12 @@ impl Gate {
             _ => String::new(),
         };
         let mut written = sink.index_start(&at, &dir, Some(self.options.mode));
-        let result = self.check_index(path, root, config, progress, &mut |name, outcome| {
-            if written.is_ok() {
-                written = sink.shard(name, outcome);
-            }
+        let result = read_index(path, config).and_then(|bytes| {
+            index::check_index_with(&bytes, source, config, &mut |name, outcome| {
+                if written.is_ok() {
+                    written = sink.shard(name, outcome);
+                }
+            })
         });
         let written = written
             .and_then(|()| sink.index_end(&at, result.as_ref(), &Via::Local(self.options.mode)));
@@ -356,6 +391,7 @@ impl Gate {
             status: self.index_status(&result),
             is_index: true,
             written,
+            os_error: result.as_ref().err().and_then(os_error),
         }
     }
 
@@ -447,6 +483,7 @@ impl Gate {
             status: self.index_status(&result),
             is_index: true,
             written,
+            os_error: result.as_ref().err().and_then(os_error),
         }
     }
 
@@ -495,6 +532,16 @@ fn remote_client(o: &RunOptions) -> Result<crate::remote::Remote, String> {
     Remote::new(opts).map_err(|e| e.to_string())
 }
 
+/// Tell `sink` that the target at `at` could not be checked (by policy or because reading it
+/// failed, as `why` says), for a face that opened or read it itself: the end of that target.
+pub fn not_checked(at: &Shown<'_>, why: &ReadError, sink: &mut dyn Sink) -> Done {
+    let how = match why.is_policy() {
+        true => Unchecked::Policy,
+        false => Unchecked::Unreadable,
+    };
+    unchecked(at, why, how, false, sink)
+}
+
 fn unchecked(
     at: &Shown<'_>,
     why: &ReadError,
@@ -509,6 +556,7 @@ fn unchecked(
         },
         is_index,
         written: sink.not_checked(at, why, how),
+        os_error: os_error(why),
     }
 }
 

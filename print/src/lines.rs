@@ -68,6 +68,7 @@ impl<W: Write> JsonLines<W> {
     fn options_via(&self, via: &Via) -> wire::Options {
         match via {
             Via::Local(mode) => self.options(Some(*mode)),
+            Via::Memory => self.options(None),
             Via::Remote { .. } => self.options(None).remote(),
         }
     }
@@ -78,7 +79,7 @@ impl<W: Write> Sink for JsonLines<W> {
         let record = FileRecord::new(at.text, c, self.options_via(via));
         let record = match via {
             Via::Remote { resolved, cost } => record.with_remote(resolved, *cost),
-            Via::Local(_) => record,
+            Via::Local(_) | Via::Memory => record,
         };
         wire::write_line(&mut self.out, "file", &record)
     }
@@ -135,7 +136,7 @@ impl<W: Write> Sink for JsonLines<W> {
                 let tail = IndexTail::new(rep).profile(self.o.profile);
                 let tail = match via {
                     Via::Remote { resolved, cost } => tail.with_remote(resolved, *cost),
-                    Via::Local(_) => tail,
+                    Via::Local(_) | Via::Memory => tail,
                 };
                 // The tail's fields close the record the head opened.
                 self.out.write_all(b"],")?;

@@ -1,17 +1,16 @@
 //! The native half of the `stcheck` Python package (`stcheck._native`).
 //!
-//! It is a thin layer over the library: every file is opened with
-//! [`stcheck::fs::open_regular`] (never blocking on a FIFO or device) and checked by
-//! [`stcheck::check_file`], bytes by [`stcheck::Checker::check_slice`], sharded sets by
-//! [`stcheck::index::check_index_with`]; each result is written as the record `stcheck --json`
-//! writes for it ([`stcheck::wire`]), so the Python objects and the CLI share one schema. No
-//! rule is checked here. The GIL is released for all of it (opening, reading, checking and
-//! writing the record), so Python threads check files in parallel.
+//! A thin face over the gate and the printers, as the command line is: the keyword options
+//! become one [`RunOptions`] (resolved by [`RunOptions::resolve`], the function the CLI calls,
+//! so both faces get the same `Config` and the same usage errors), targets are checked by the
+//! one driver ([`Gate::check`], [`Gate::check_index_from`], [`Gate::check_bytes`]), and each
+//! outcome is written by the JSON Lines printer ([`JsonLines`]) into memory. Python gets the
+//! very lines `stcheck --json` writes. No rule is checked and no record is built here. The GIL
+//! is released for all of it, so Python threads check files in parallel.
 //!
-//! Every function returns `(type, json, errno)`: the record's type (`"file"`, `"index"` or
-//! `"not_checked"`, the `type` of the CLI's JSON Lines), the record's `data` as JSON text, and
-//! the OS error number of a file that could not be read. Whether to raise is decided in
-//! Python (`py_src/stcheck/_check.py`).
+//! Every check returns `(line, errno)` per record: the JSON line (`{"type": ..., "data":
+//! ...}`) and the OS error number of a target that could not be read. Whether to raise is
+//! decided in Python (`py_src/stcheck/_check.py`).
 //!
 //! The loader ([`open_checked`], [`open_index_checked`]) hands over what it keeps of each file
 //! it found valid, in one of two forms. By default, the whole file *read* into a new
@@ -26,23 +25,24 @@
 //! buffers are Python objects PyO3 allocates, filled without the GIL.
 
 use std::cell::RefCell;
+use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::{FileExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
-use serde::Serialize;
 
-use stcheck::index::{self, FsSource, ShardOutcome, ShardSource};
-use stcheck::wire::{
-    self, FileRecord, IndexTail, MissingShardRecord, NotCheckedRecord, Profile, Status,
-    UnreadableRecord,
-};
-use stcheck::{Checked, Checker, Config, Need, ReadError, ReadErrorKind, ReadMode, Rule};
+use stcheck::index::ShardSource;
+use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, ReadMode, Rule};
+use stcheck_gate::options::{Face, RunOptions};
+use stcheck_gate::shards::FsSource;
+use stcheck_gate::{Done, Gate, Place, Shown, Status, Target, Via};
+use stcheck_print::JsonLines;
 
 /// The options of one call, as the Python side fills them (every key present).
 #[derive(Debug, FromPyObject)]
@@ -58,160 +58,249 @@ struct Opts {
     max_header_size: Option<u64>,
     max_warnings_per_rule: Option<usize>,
     compare_reference: bool,
+    portable_to: Option<Vec<String>>,
+    refusals_are_errors: bool,
     mode: String,
     threads: usize,
     verbose: bool,
     follow_links: bool,
+    allow_empty: bool,
+    timeout: Option<f64>,
+    headers: Vec<(String, String)>,
+    ca_file: Option<PathBuf>,
 }
 
-/// The options turned into the library's: the one [`Config`], and how records are written.
+/// A run of the Python face: the gate (the options resolved once), how records are printed,
+/// and the threads of one file's deep scan.
 #[derive(Debug)]
-struct Settings {
-    config: Config,
-    profile: Profile,
-    mode: ReadMode,
-    verbose: bool,
-    follow_links: bool,
+struct Run {
+    gate: Gate,
+    print: stcheck_print::Options,
+    threads: usize,
 }
 
-impl Settings {
-    /// The record options for bytes read as `mode` (`None`: handed over in memory).
-    fn wire(&self, mode: Option<ReadMode>) -> wire::Options {
-        wire::Options::new(mode)
-            .profile(self.profile)
-            .verbose(self.verbose)
+fn bad(what: &str, value: &str, choices: &str) -> PyErr {
+    PyValueError::new_err(format!("{what}: {value:?} is not {choices}"))
+}
+
+impl Run {
+    /// The options turned into a run, through the one resolution every face uses; `mode`
+    /// overrides how files are read (the loader reads, whatever the options say).
+    fn new(o: Opts, mode: Option<ReadMode>) -> PyResult<Run> {
+        let profile = match o.profile.as_str() {
+            "strict" => Profile::Strict,
+            "reference" => Profile::Reference,
+            "portable" => Profile::Portable,
+            other => {
+                return Err(bad(
+                    "profile=",
+                    other,
+                    "\"strict\", \"reference\" or \"portable\"",
+                ))
+            }
+        };
+        let read_mode = match o.mode.as_str() {
+            "mmap" => ReadMode::Mmap,
+            "read" => ReadMode::Read,
+            "stream" => ReadMode::Stream,
+            other => return Err(bad("mode=", other, "\"mmap\", \"read\" or \"stream\"")),
+        };
+        let timeout = match o.timeout {
+            None => None,
+            Some(t) => Some(Duration::try_from_secs_f64(t).map_err(|_| {
+                PyValueError::new_err(format!("timeout=: {t} is not a number of seconds"))
+            })?),
+        };
+        let mut options = RunOptions::default();
+        options.face = Face::Python;
+        options.profile = profile;
+        options.deep = o.deep;
+        options.sha256 = o.sha256;
+        options.deny_warnings = o.deny_warnings;
+        options.deny_nonfinite = o.deny_nonfinite;
+        options.deny = o.deny;
+        options.allow = o.allow;
+        options.max_header_size = o.max_header_size;
+        options.max_warnings_per_rule = o.max_warnings_per_rule;
+        options.compare_reference = o.compare_reference;
+        // The portable profile without readers named: every reader of the table.
+        options.portable_to = o.portable_to;
+        options.refusals_are_errors = o.refusals_are_errors;
+        options.mode = mode.unwrap_or(read_mode);
+        options.follow_links = o.follow_links;
+        options.allow_empty = o.allow_empty;
+        options.timeout = timeout;
+        options.headers = o.headers;
+        options.ca_file = o.ca_file;
+        let gate = Gate::new(options).map_err(|e| PyValueError::new_err(e.0))?;
+        let print = stcheck_print::Options::new(gate.profile())
+            .verbose(o.verbose)
+            .compare_reference(gate.options().compare_reference);
+        Ok(Run {
+            gate,
+            print,
+            threads: o.threads,
+        })
+    }
+
+    fn sink(&self) -> Collect {
+        Collect(JsonLines::new(Vec::new(), self.print))
     }
 }
 
-fn rules(ids: &[String], what: &str) -> PyResult<Vec<Rule>> {
-    ids.iter()
-        .map(|id| {
-            Rule::from_id(id)
-                .ok_or_else(|| PyValueError::new_err(format!("{what}: unknown rule ID {id:?}")))
-        })
+/// A record: the JSON line `stcheck --json` writes, and the OS error number of a read that
+/// failed.
+type Record = (String, Option<i32>);
+
+/// The JSON Lines printer writing into memory.
+#[derive(Debug)]
+struct Collect(JsonLines<Vec<u8>>);
+
+impl Collect {
+    /// The records the printer wrote for a target that ended as `done`, one per line.
+    fn take(&mut self, done: &Done) -> Vec<Record> {
+        let bytes = std::mem::take(self.0.get_mut());
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        text.lines()
+            .map(|l| (l.to_owned(), done.os_error))
+            .collect()
+    }
+
+    /// The one record the printer wrote for a target that ended as `done`.
+    fn one(&mut self, done: &Done) -> Record {
+        let mut records = self.take(done);
+        match records.len() {
+            1 => records.remove(0),
+            // A target is one record; anything else is this module's bug, shown as a record
+            // that cannot be valid.
+            _ => (
+                "{\"type\":\"file\",\"data\":{\"path\":\"\",\"status\":\"io_error\",\
+                 \"io_error\":\"internal error: a target gave no single record\",\
+                 \"read_error\":\"io\"}}"
+                    .to_owned(),
+                None,
+            ),
+        }
+    }
+}
+
+/// Check `targets` in order, each giving its records.
+fn check_all(run: &Run, targets: &[Target]) -> Vec<Record> {
+    let mut sink = run.sink();
+    let mut out = Vec::with_capacity(targets.len());
+    for target in targets {
+        let done = run
+            .gate
+            .check(target, run.threads, &|_: u64| {}, &mut sink.0);
+        out.extend(sink.take(&done));
+    }
+    out
+}
+
+/// Check paths, each as itself (a file, or a sharded set by its index's name; a directory is
+/// not walked): one record per path, in order.
+#[pyfunction]
+fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Record>> {
+    let run = Run::new(opts, None)?;
+    Ok(py.detach(|| {
+        let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
+        check_all(&run, &targets)
+    }))
+}
+
+/// Check paths as `stcheck --json PATH...` does: directories walked, links judged by the
+/// policy, sets grouped, every record the CLI writes (not the summary), in its order.
+#[pyfunction]
+fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Record>> {
+    let run = Run::new(opts, None)?;
+    Ok(py.detach(|| {
+        // `-` is standard input for the CLI; here it is the file of that name.
+        let args: Vec<OsString> = paths
+            .into_iter()
+            .map(|p| match p.as_os_str() == "-" {
+                true => OsString::from("./-"),
+                false => p.into_os_string(),
+            })
+            .collect();
+        let targets = run.gate.targets(&args);
+        check_all(&run, &targets)
+    }))
+}
+
+/// Check a file or a sharded set by URL (`http://`, `https://`, `hf://`): the record
+/// `stcheck --json URL` writes. Credentials come from `HF_TOKEN`, the hub from `HF_ENDPOINT`.
+#[pyfunction]
+fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Record> {
+    let run = Run::new(opts, None)?;
+    Ok(py.detach(|| {
+        let mut sink = run.sink();
+        let target = Target::Url(url);
+        let done = run
+            .gate
+            .check(&target, run.threads, &|_: u64| {}, &mut sink.0);
+        sink.one(&done)
+    }))
+}
+
+/// Check a whole file held in memory (`bytes`), shown as `name`: a `file` record whose `mode`
+/// is null.
+#[pyfunction]
+fn check_bytes(
+    py: Python<'_>,
+    data: &Bound<'_, PyBytes>,
+    name: &str,
+    opts: Opts,
+) -> PyResult<Record> {
+    let run = Run::new(opts, None)?;
+    let bytes: &[u8] = data.as_bytes();
+    Ok(py.detach(|| {
+        let mut sink = run.sink();
+        let done = run.gate.check_bytes(name, bytes, run.threads, &mut sink.0);
+        sink.one(&done)
+    }))
+}
+
+/// Whether `arg` names an address the remote source takes, as the CLI decides it.
+#[pyfunction]
+fn is_url(arg: &str) -> bool {
+    stcheck_gate::target::is_url(arg)
+}
+
+/// Every rule of SPEC.md: `(id, kind, severity)`.
+#[pyfunction]
+fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
+    Rule::ALL
+        .iter()
+        .map(|r| (r.id(), r.kind().as_str(), r.severity().as_str()))
         .collect()
 }
 
-/// The options as the CLI's `args.rs` turns its flags into them: `sha256` and
-/// `deny_nonfinite` imply the deep scan, the reference crate runs for the reference profile
-/// or a comparison, and the deep scan needs the strict profile.
-fn settings(o: Opts) -> PyResult<Settings> {
-    let profile = match o.profile.as_str() {
-        "strict" => Profile::Strict,
-        "reference" => Profile::Reference,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "profile: {other:?} is not \"strict\" or \"reference\""
-            )))
-        }
-    };
-    let mode = match o.mode.as_str() {
-        "mmap" => ReadMode::Mmap,
-        "read" => ReadMode::Read,
-        "stream" => ReadMode::Stream,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "mode: {other:?} is not \"mmap\", \"read\" or \"stream\""
-            )))
-        }
-    };
-    let mut config = Config::default()
-        .deep(o.deep || o.sha256 || o.deny_nonfinite)
-        .sha256(o.sha256)
-        .deny_nonfinite(o.deny_nonfinite)
-        .deny_warnings(o.deny_warnings)
-        .threads(o.threads)
-        .reference(o.compare_reference || profile == Profile::Reference);
-    if let Some(n) = o.max_header_size {
-        config = config.max_header_size(n);
-    }
-    if let Some(n) = o.max_warnings_per_rule {
-        if n == 0 {
-            return Err(PyValueError::new_err(
-                "max_warnings_per_rule must be a positive integer",
-            ));
-        }
-        config = config.max_warnings_per_rule(n);
-    }
-    config.deny = rules(&o.deny, "deny")?;
-    config.allow = rules(&o.allow, "allow")?;
-    if config.reads_data() && profile == Profile::Reference {
-        return Err(PyValueError::new_err(
-            "deep, sha256 and deny_nonfinite need the strict profile",
-        ));
-    }
-    Ok(Settings {
-        config,
-        profile,
-        mode,
-        verbose: o.verbose,
-        follow_links: o.follow_links,
-    })
-}
+// ---------------------------------------------------------------------------------------------
+// The loader: what is kept of the files checked.
 
-/// A record: its type, its `data` as JSON, and the OS error number of a read that failed.
-type Outcome = (&'static str, String, Option<i32>);
-
-/// `value` as one line of the CLI's line-safe JSON.
-fn json<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::new();
-    // Writing to memory cannot fail, and the records serialize without error; a failure
-    // would still give a JSON value rather than a panic.
-    if wire::write_json(&mut out, value).is_err() {
-        return "null".to_owned();
-    }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// The OS error number behind a read error, where there is one.
-fn errno(e: &ReadError) -> Option<i32> {
-    std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<std::io::Error>())
-        .and_then(std::io::Error::raw_os_error)
-}
-
-/// The record of a path that could not be checked, as the CLI writes it: `not_checked` when
-/// the file-system policy refused it (a special file, a link, a loop), else a `file` record
-/// with `status: "io_error"`.
-fn unreadable(shown: &str, e: &ReadError) -> Outcome {
-    if e.is_policy() {
-        ("not_checked", json(&NotCheckedRecord::new(shown, e)), None)
-    } else {
-        ("file", json(&UnreadableRecord::new(shown, e)), errno(e))
-    }
-}
-
-/// Open `path` as a regular file, without blocking on a special file.
-fn open(path: &Path) -> Result<stcheck::fs::RegularFile, ReadError> {
-    stcheck::fs::open_regular(path).map_err(|e| ReadError::from(e).with_path(path))
-}
-
-/// A checked file's record, and whether it is valid under the profile.
-fn file_record(
-    shown: &str,
-    c: &Checked<'_>,
-    s: &Settings,
-    mode: Option<ReadMode>,
-) -> (String, bool) {
-    let record = FileRecord::new(shown, c, s.wire(mode));
-    (json(&record), record.status() == Status::Valid)
-}
-
-/// A record, and what the loader takes over: an [`Outcome`] with what it keeps.
-type Opened<T> = (&'static str, String, Option<i32>, T);
-
-/// A shard's name, and what the loader keeps of it (a `bytearray` or a [`CheckedFile`]).
-type Named = (String, Py<PyAny>);
+pyo3::create_exception!(
+    _native,
+    ReadFailed,
+    PyException,
+    "A read of a checked file failed: args are (line, errno), the record of it."
+);
 
 /// What the loader keeps of a file it found valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keep {
-    /// Nothing: a check only.
-    Nothing,
     /// The open file that was checked (a [`CheckedFile`]), checked with ordinary reads.
     Open,
     /// The whole file read into a buffer, and checked there ([`read_checked`]).
     Read,
+}
+
+/// What the loader keeps of it.
+fn keep(read: bool) -> Keep {
+    match read {
+        true => Keep::Read,
+        false => Keep::Open,
+    }
 }
 
 /// What the loader takes over of a valid file.
@@ -229,13 +318,6 @@ impl Kept {
         }
     }
 }
-
-pyo3::create_exception!(
-    _native,
-    ReadFailed,
-    PyException,
-    "A read of a checked file failed: args are (type, json, errno), the record of it."
-);
 
 /// A file the loader found valid, kept open: its tensors are read from this open file (the
 /// inode that was checked, whatever happens to the path since), or Python maps it. Closed
@@ -270,6 +352,20 @@ impl CheckedFile {
                 .map_err(|e| ReadFailed::new_err(unreadable(&self.shown, &e)))
         })
     }
+}
+
+/// The record of a file that could not be read, as the gate tells the printer of it.
+fn unreadable(shown: &str, e: &ReadError) -> Record {
+    let mut sink = Collect(JsonLines::new(
+        Vec::new(),
+        stcheck_print::Options::default(),
+    ));
+    let at = Shown {
+        text: shown,
+        place: Place::Stdin,
+    };
+    let done = stcheck_gate::not_checked(&at, e, &mut sink.0);
+    sink.one(&done)
 }
 
 /// "The file changed while it was read", as the library says it.
@@ -422,62 +518,42 @@ fn fill(file: &File, buf: &mut [u8], head: &[u8]) -> Result<(), ReadError> {
     }
 }
 
-/// Check the file at `path`; with `keep`, also hand over what the loader keeps of a valid file.
-fn check_file_at(path: &Path, s: &Settings, keep: Keep) -> (Outcome, Option<Kept>) {
-    let shown = stcheck::fs::display_path(path);
-    let mode = s.mode;
-    let record = |c: Checked<'_>| file_record(&shown, &c, s, Some(mode));
-    let checked = open(path).and_then(|f| {
-        let (file, _) = f.into_parts();
-        match keep {
-            Keep::Read => {
-                let ((record, valid), buffer) = read_checked(&file, &s.config, record)?;
-                Ok((record, buffer.filter(|_| valid).map(Kept::Read)))
-            }
-            Keep::Nothing | Keep::Open => {
-                let (record, valid) = stcheck::check_file(&file, &s.config, mode, record)?;
-                let kept = (keep == Keep::Open && valid).then(|| {
-                    Kept::Open(CheckedFile {
-                        file,
-                        shown: shown.clone(),
-                    })
-                });
-                Ok((record, kept))
-            }
+/// Check the open `file` as `keep` says, handing the verdict to `f`, which answers with what
+/// it makes of it and whether the file is valid: that, and what is kept of a valid file.
+fn check_kept<T>(
+    file: File,
+    shown: &str,
+    config: &Config,
+    keep: Keep,
+    f: impl FnOnce(Checked<'_>) -> (T, bool),
+) -> Result<(T, Option<Kept>), ReadError> {
+    match keep {
+        Keep::Read => {
+            let ((t, valid), buffer) = read_checked(&file, config, f)?;
+            Ok((t, buffer.filter(|_| valid).map(Kept::Read)))
         }
-    });
-    match checked {
-        Ok((record, kept)) => (("file", record, None), kept),
-        Err(e) => (unreadable(&shown, &e), None),
+        Keep::Open => {
+            let (t, valid) = stcheck::check_file(&file, config, ReadMode::Read, f)?;
+            let kept = valid.then(|| {
+                Kept::Open(CheckedFile {
+                    file,
+                    shown: shown.to_owned(),
+                })
+            });
+            Ok((t, kept))
+        }
     }
 }
 
-/// Check one file by path: the record `stcheck --json` writes for it.
-#[pyfunction]
-fn check_path(py: Python<'_>, path: PathBuf, opts: Opts) -> PyResult<Outcome> {
-    let s = settings(opts)?;
-    Ok(py.detach(|| check_file_at(&path, &s, Keep::Nothing).0))
-}
+/// A record, and what the loader takes over.
+type Opened<T> = (String, Option<i32>, T);
 
-/// Check a whole file held in memory (`bytes`): a `file` record whose `mode` is null.
-#[pyfunction]
-fn check_bytes(
-    py: Python<'_>,
-    data: &Bound<'_, PyBytes>,
-    path: &str,
-    opts: Opts,
-) -> PyResult<Outcome> {
-    let s = settings(opts)?;
-    let bytes: &[u8] = data.as_bytes();
-    Ok(py.detach(|| {
-        let c = stcheck::Checker::check_slice(&s.config, bytes);
-        ("file", file_record(path, &c, &s, None).0, None)
-    }))
-}
+/// A shard's name, and what the loader keeps of it (a `bytearray` or a [`CheckedFile`]).
+type Named = (String, Py<PyAny>);
 
 /// Check one file and, if it is valid, hand over what the loader keeps of it (see the module
-/// documentation): `(type, json, errno, kept or None)`, where `kept` is the whole file read
-/// into a `bytearray` and checked there with `read`, else the [`CheckedFile`] that was checked.
+/// documentation): `(line, errno, kept or None)`, where `kept` is the whole file read into a
+/// `bytearray` and checked there with `read`, else the [`CheckedFile`] that was checked.
 #[pyfunction]
 fn open_checked(
     py: Python<'_>,
@@ -485,19 +561,47 @@ fn open_checked(
     opts: Opts,
     read: bool,
 ) -> PyResult<Opened<Option<Py<PyAny>>>> {
-    let s = loader_settings(opts)?;
-    let ((kind, record, errno), kept) = py.detach(|| check_file_at(&path, &s, keep(read)));
+    let run = Run::new(opts, Some(ReadMode::Read))?;
+    let ((line, errno), kept) = py.detach(|| open_file(&run, &path, keep(read)));
     let kept = kept.map(|k| k.into_py(py)).transpose()?;
-    Ok((kind, record, errno, kept))
+    Ok((line, errno, kept))
 }
 
-/// The shards of an index, opened under the link policy and checked like the CLI's
-/// [`FsSource`]; with `keep`, what the loader keeps of each shard is kept after its check (see
-/// [`Keep`]), so the loader hands out the very bytes, or the very files, that were checked.
-#[derive(Debug)]
+fn open_file(run: &Run, path: &Path, keep: Keep) -> (Record, Option<Kept>) {
+    let shown = stcheck_gate::shown_path(path);
+    let at = Shown {
+        text: &shown,
+        place: Place::Path(path),
+    };
+    let mut sink = run.sink();
+    let config = run.gate.config().clone().threads(run.threads);
+    let checked = stcheck_gate::fs::open_regular(path)
+        .map_err(|e| ReadError::from(e).with_path(path))
+        .and_then(|f| {
+            check_kept(f.into_parts().0, &shown, &config, keep, |c| {
+                let done = run
+                    .gate
+                    .checked(&at, &c, &Via::Local(ReadMode::Read), &mut sink.0);
+                let valid = done.status == Status::Valid;
+                (done, valid)
+            })
+        });
+    match checked {
+        Ok((done, kept)) => (sink.one(&done), kept),
+        Err(e) => {
+            let done = stcheck_gate::not_checked(&at, &e, &mut sink.0);
+            (sink.one(&done), None)
+        }
+    }
+}
+
+/// The shards of an index as the gate opens them ([`Gate::shard_source`]), each checked as
+/// [`check_kept`] does, what is kept of each valid one collected: the loader hands out the very
+/// bytes, or the very files, that were checked.
 struct Shards {
     inner: FsSource,
-    mode: ReadMode,
+    config_threads: usize,
+    profile: Profile,
     keep: Keep,
     /// Where the shards are shown (the index's directory, as records show it).
     dir: String,
@@ -516,18 +620,14 @@ impl ShardSource for Shards {
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
         let file = self.inner.open(name)?;
-        let kept = match self.keep {
-            Keep::Read => read_checked(&file, config, f)?.1.map(Kept::Read),
-            Keep::Nothing | Keep::Open => {
-                stcheck::check_file(&file, config, self.mode, f)?;
-                (self.keep == Keep::Open).then(|| {
-                    Kept::Open(CheckedFile {
-                        file,
-                        shown: format!("{}{}", self.dir, stcheck::escape(name)),
-                    })
-                })
-            }
-        };
+        let shown = format!("{}{}", self.dir, stcheck::escape(name));
+        let config = config.clone().threads(self.config_threads);
+        let profile = self.profile;
+        let ((), kept) = check_kept(file, &shown, &config, self.keep, |c| {
+            let valid = c.is_valid_under(profile);
+            f(c);
+            ((), valid)
+        })?;
         if let Some(kept) = kept {
             self.kept.borrow_mut().push((name.to_owned(), kept));
         }
@@ -535,116 +635,8 @@ impl ShardSource for Shards {
     }
 }
 
-/// Read an index file: at most one byte past the header limit (a longer one is rejected
-/// without reading it), as the CLI does.
-fn read_index(path: &Path, config: &Config) -> Result<Vec<u8>, ReadError> {
-    let (file, _) = open(path)?.into_parts();
-    let mut bytes = Vec::new();
-    file.take(config.header_limit().saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::from(e).with_path(path))?;
-    Ok(bytes)
-}
-
-/// Check a sharded set: the `index` record `stcheck --json` writes for it (the shards' records
-/// inside), and with `keep` what is kept of the shards of a valid set.
-fn check_index_at(path: &Path, s: &Settings, keep: Keep) -> (Outcome, Vec<(String, Kept)>) {
-    let shown = stcheck::fs::display_path(path);
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => format!("{}/", stcheck::fs::display_path(p)),
-        _ => String::new(),
-    };
-    let source = Shards {
-        inner: FsSource::for_index(path)
-            .allow_outside_links(s.follow_links)
-            .read_mode(s.mode),
-        mode: s.mode,
-        keep,
-        dir: dir.clone(),
-        kept: RefCell::new(Vec::new()),
-    };
-    let mut shards: Vec<String> = Vec::new();
-    let result = read_index(path, &s.config).and_then(|bytes| {
-        index::check_index_with(&bytes, &source, &s.config, &mut |name, outcome| {
-            shards.push(shard_record(&dir, name, outcome, s, false));
-        })
-    });
-    match result {
-        Ok(report) => {
-            let record = index_record(&shown, &shards, Ok(IndexTail::new(&report)));
-            let kept = match report.is_valid() {
-                true => source.kept.into_inner(),
-                false => Vec::new(),
-            };
-            (record, kept)
-        }
-        Err(e) => (index_record(&shown, &shards, Err(&e)), Vec::new()),
-    }
-}
-
-/// A shard's record inside an index record, the shard shown under `dir`; `remote` when it
-/// was fetched over HTTP(S).
-fn shard_record(
-    dir: &str,
-    name: &str,
-    outcome: ShardOutcome<'_, '_>,
-    s: &Settings,
-    remote: bool,
-) -> String {
-    let path = format!("{dir}{}", stcheck::escape(name));
-    match outcome {
-        ShardOutcome::Checked(c) => {
-            let opts = match remote {
-                true => s.wire(None).remote(),
-                false => s.wire(Some(s.mode)),
-            };
-            json(&FileRecord::shard(name, &path, c, opts))
-        }
-        ShardOutcome::NotChecked(f) => json(&MissingShardRecord::new(name, &path, f)),
-    }
-}
-
-/// An `index` record as the CLI writes it: the path, the shards' records, then the set's
-/// verdict (or why the set could not be checked).
-fn index_record(
-    shown: &str,
-    shards: &[String],
-    tail: Result<IndexTail<'_>, &ReadError>,
-) -> Outcome {
-    let head = format!(
-        "{{\"path\":{},\"shards\":[{}],",
-        json(shown),
-        shards.join(",")
-    );
-    match tail {
-        Ok(tail) => {
-            let tail = json(&tail);
-            (
-                "index",
-                format!("{head}{}", tail.get(1..).unwrap_or("}")),
-                None,
-            )
-        }
-        Err(e) => {
-            let record = format!(
-                "{head}\"status\":\"io_error\",\"io_error\":{},\"read_error\":{}}}",
-                json(&e.to_string()),
-                json(e.kind().as_str())
-            );
-            ("index", record, errno(e))
-        }
-    }
-}
-
-/// Check a sharded set by its `*.safetensors.index.json`: the `index` record.
-#[pyfunction]
-fn check_index(py: Python<'_>, path: PathBuf, opts: Opts) -> PyResult<Outcome> {
-    let s = settings(opts)?;
-    Ok(py.detach(|| check_index_at(&path, &s, Keep::Nothing).0))
-}
-
 /// Check a sharded set and, if it is valid, hand over what the loader keeps of every shard (as
-/// [`open_checked`] does for one file): `(type, json, errno, [(name, kept)])`.
+/// [`open_checked`] does for one file): `(line, errno, [(name, kept)])`.
 #[pyfunction]
 fn open_index_checked(
     py: Python<'_>,
@@ -652,150 +644,37 @@ fn open_index_checked(
     opts: Opts,
     read: bool,
 ) -> PyResult<Opened<Vec<Named>>> {
-    let s = loader_settings(opts)?;
-    let ((kind, record, errno), kept) = py.detach(|| check_index_at(&path, &s, keep(read)));
+    let run = Run::new(opts, Some(ReadMode::Read))?;
+    let ((line, errno), kept) = py.detach(|| open_index(&run, &path, keep(read)));
     let kept = kept
         .into_iter()
         .map(|(name, k)| Ok((name, k.into_py(py)?)))
         .collect::<PyResult<_>>()?;
-    Ok((kind, record, errno, kept))
+    Ok((line, errno, kept))
 }
 
-/// The settings of the loader: its options, checked with ordinary reads whatever they say (a
-/// map is only ever made in Python, on request).
-fn loader_settings(opts: Opts) -> PyResult<Settings> {
-    let mut s = settings(opts)?;
-    s.mode = ReadMode::Read;
-    Ok(s)
-}
-
-/// What the loader keeps: the file read into a buffer (`read`), or the open file.
-fn keep(read: bool) -> Keep {
-    match read {
-        true => Keep::Read,
-        false => Keep::Open,
-    }
-}
-
-/// Check many paths in one call (one release of the GIL): each as [`check_path`] does, or as
-/// [`check_index`] for a `*.safetensors.index.json` name, in order. The map step of a scan.
-#[pyfunction]
-fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Outcome>> {
-    let s = settings(opts)?;
-    Ok(py.detach(|| {
-        paths
-            .iter()
-            .map(|path| {
-                let is_index = path.file_name().and_then(stcheck::fs::checkpoint_kind)
-                    == Some(stcheck::fs::Checkpoint::Index);
-                match is_index {
-                    true => check_index_at(path, &s, Keep::Nothing).0,
-                    false => check_file_at(path, &s, Keep::Nothing).0,
-                }
-            })
-            .collect()
-    }))
-}
-
-/// Files and sharded sets by URL, through the library's remote source (`stcheck::remote`),
-/// with the records the CLI writes for them.
-#[cfg(feature = "remote")]
-mod remote {
-    use std::sync::OnceLock;
-
-    use stcheck::remote::{Depth, Found, Remote, RemoteOptions};
-    use stcheck::wire::{FileRecord, IndexTail, RemoteCost, UnreadableRecord};
-    use stcheck::{ReadError, ReadErrorKind};
-
-    use super::{index_record, json, shard_record, Outcome, Settings};
-
-    /// The client of the process, made once from `HF_TOKEN` and `HF_ENDPOINT`, as the CLI's.
-    static CLIENT: OnceLock<Result<Remote, String>> = OnceLock::new();
-
-    fn unreadable(shown: &str, message: String) -> Outcome {
-        let e = ReadError::new(ReadErrorKind::Io, message);
-        ("file", json(&UnreadableRecord::new(shown, &e)), None)
-    }
-
-    /// Check one address: header-level with range requests, or the body streamed once when
-    /// the options read the data. An address whose path ends in `.safetensors.index.json` is
-    /// a sharded set.
-    pub(super) fn check(url: &str, s: &Settings) -> Outcome {
-        let shown = stcheck::target::shown_url(url);
-        let client = CLIENT
-            .get_or_init(|| Remote::new(RemoteOptions::from_env()).map_err(|e| e.to_string()));
-        let client = match client {
-            Ok(c) => c,
-            Err(e) => return unreadable(&shown, e.clone()),
-        };
-        let depth = match s.config.reads_data() {
-            true => Depth::Deep {
-                sha256: s.config.sha256,
-            },
-            false => Depth::Header,
-        };
-        let is_index = url
-            .split(['?', '#'])
-            .next()
-            .is_some_and(|p| p.ends_with(stcheck::index::INDEX_SUFFIX));
-        let dir = match shown.rfind('/') {
-            Some(k) => shown[..=k].to_owned(),
-            None => String::new(),
-        };
-        let mut shards: Vec<String> = Vec::new();
-        let checked = client.check_with(url, &s.config, depth, &mut |name, outcome| {
-            shards.push(shard_record(&dir, name, outcome, s, true));
-        });
-        let c = &checked.cost;
-        let cost = RemoteCost::new(c.requests, c.bytes, c.redirects, c.retries);
-        let resolved = checked.resolved.as_deref().unwrap_or(&shown);
-        match (&checked.outcome, is_index) {
-            (Ok(Found::Index(ic)), _) => index_record(
-                &shown,
-                &shards,
-                Ok(IndexTail::new(&ic.report).with_remote(resolved, cost)),
-            ),
-            (Ok(Found::File(f)), false) => {
-                let record = FileRecord::new(&shown, &f.checked, s.wire(None).remote())
-                    .with_remote(resolved, cost);
-                ("file", json(&record), None)
-            }
-            (Ok(Found::File(_)), true) => {
-                let e = ReadError::new(ReadErrorKind::Io, "the address held no index");
-                index_record(&shown, &shards, Err(&e))
-            }
-            (Err(e), true) => {
-                let e = ReadError::new(ReadErrorKind::Io, e.to_string());
-                index_record(&shown, &shards, Err(&e))
-            }
-            (Err(e), false) => unreadable(&shown, e.to_string()),
-        }
-    }
-}
-
-/// Check a file or a sharded set by URL (`http://`, `https://`, `hf://`): the record
-/// `stcheck --json URL` writes. Credentials come from `HF_TOKEN`, the hub from `HF_ENDPOINT`.
-#[cfg(feature = "remote")]
-#[pyfunction]
-fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Outcome> {
-    let s = settings(opts)?;
-    Ok(py.detach(|| remote::check(&url, &s)))
-}
-
-/// Whether `arg` names an address the remote source takes, as the CLI decides it.
-#[cfg(feature = "remote")]
-#[pyfunction]
-fn is_url(arg: &str) -> bool {
-    stcheck::remote::is_url(arg)
-}
-
-/// Every rule of SPEC.md: `(id, kind, severity)`.
-#[pyfunction]
-fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
-    Rule::ALL
-        .iter()
-        .map(|r| (r.id(), r.kind().as_str(), r.severity().as_str()))
-        .collect()
+fn open_index(run: &Run, path: &Path, keep: Keep) -> (Record, Vec<(String, Kept)>) {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => format!("{}/", stcheck_gate::shown_path(p)),
+        _ => String::new(),
+    };
+    let source = Shards {
+        inner: run.gate.shard_source(path, None),
+        config_threads: run.threads,
+        profile: run.gate.profile(),
+        keep,
+        dir,
+        kept: RefCell::new(Vec::new()),
+    };
+    let mut sink = run.sink();
+    let done = run
+        .gate
+        .check_index_from(path, &source, run.threads, &mut sink.0);
+    let kept = match done.status {
+        Status::Valid => source.kept.into_inner(),
+        _ => Vec::new(),
+    };
+    (sink.one(&done), kept)
 }
 
 /// The native half of the `stcheck` package: see `stcheck` for the API.
@@ -803,13 +682,9 @@ fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_index, check_path, check_paths, open_checked, open_index_checked,
+        check_bytes, check_paths, check_tree, check_url, is_url, open_checked, open_index_checked,
         rules_table,
     };
-
-    #[cfg(feature = "remote")]
-    #[pymodule_export]
-    use super::{check_url, is_url};
 
     #[pymodule_export]
     use super::CheckedFile;

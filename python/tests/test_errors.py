@@ -132,7 +132,7 @@ def test_permission_denied(tmp_path: pathlib.Path) -> None:
 
 def test_options_are_checked(tmp_path: pathlib.Path) -> None:
     path = write_file(tmp_path / "m.safetensors", {"x": np.zeros(1, np.uint8)})
-    with pytest.raises(ValueError, match="unknown rule"):
+    with pytest.raises(ValueError, match='deny=: no rule "NO-SUCH-RULE"'):
         stcheck.check(path, deny=["NO-SUCH-RULE"])
     with pytest.raises(ValueError, match="strict profile"):
         stcheck.check(path, profile="reference", deep=True)
@@ -140,7 +140,7 @@ def test_options_are_checked(tmp_path: pathlib.Path) -> None:
         stcheck.check(path, profile="lenient")
     with pytest.raises(ValueError, match="mode"):
         stcheck.check(path, mode="fast")
-    with pytest.raises(TypeError, match="list of rule IDs"):
+    with pytest.raises(TypeError, match="list of IDs"):
         stcheck.check(path, deny="FRAME-ALIGN")
     with pytest.raises(TypeError):
         stcheck.check(path, no_such_option=True)

@@ -86,3 +86,39 @@ def test_check_and_validate_by_url(base_url: str) -> None:
         stcheck.check(f"{base_url}/no/such.safetensors")
     assert "404" in str(missing.value)
     assert stcheck.is_url("HTTPS://127.0.0.1/x") and not stcheck.is_url("model.safetensors")
+
+
+#: Secrets planted in addresses: user information, a presigned query, a fragment.
+_SECRETS = ("alicesecretuser", "hunter2pass", "SIGabc123secret", "fragsecret99")
+
+
+def test_no_secret_of_an_address_reaches_python(base_url: str) -> None:
+    """Issue 19: user information, a query and a fragment are never shown: not in records,
+    reports, exception messages, their records, their repr or their pickle."""
+    import pickle
+
+    valid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "accept")
+    invalid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "reject" and not c["deep"])
+    host = base_url[len("http://"):]
+    query = "?X-Amz-Signature=SIGabc123secret&X-Amz-Credential=SIGabc123secret#fragsecret99"
+    urls = [
+        f"{base_url}/{valid['path']}{query}",
+        f"{base_url}/{invalid['path']}{query}",
+        f"http://alicesecretuser:hunter2pass@{host}/{valid['path']}",
+        f"http://alicesecretuser:hunter2pass@127.0.0.1:1/x.safetensors{query}",
+        f"{base_url}/no/such.safetensors.index.json{query}",
+    ]
+    shown: List[str] = []
+    for url in urls:
+        shown.append(repr(stcheck.record(url, verbose=True)))
+        shown.append(repr(stcheck.records([url])))
+        try:
+            report = stcheck.validate(url)
+            shown.append(repr(report.to_dict()))
+        except (stcheck.SafetensorsError, stcheck.ReadError) as e:
+            shown.extend([str(e), repr(e), repr(getattr(e, "record", None)), repr(e.args)])
+            shown.append(repr(pickle.loads(pickle.dumps(e)).__dict__))
+    text = "\n".join(shown)
+    for secret in _SECRETS:
+        assert secret not in text, secret
+    assert "?..." in text  # the query is shown as present, without its values

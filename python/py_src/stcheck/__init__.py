@@ -20,7 +20,17 @@ Scale-out over many files on Dask distributed: ``stcheck.dask``.
 from __future__ import annotations
 
 from . import _native
-from ._check import check, check_index, is_url, options, record, records, validate
+from ._check import (
+    check,
+    check_index,
+    check_tree,
+    is_url,
+    options,
+    record,
+    records,
+    records_tree,
+    validate,
+)
 from ._errors import (
     InvalidError,
     MalformedError,
@@ -53,9 +63,11 @@ __all__ = [
     "RULES",
     "check",
     "check_index",
+    "check_tree",
     "validate",
     "record",
     "records",
+    "records_tree",
     "options",
     "is_url",
     "load_file",

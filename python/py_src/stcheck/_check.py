@@ -13,10 +13,13 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._errors import RemoteUnavailableError, read_error, verdict_error
+from ._errors import ReadError, read_error, verdict_error
 from ._report import IndexReport, Report
 
-__all__ = ["check", "check_index", "validate", "record", "records", "is_url", "options"]
+__all__ = [
+    "check", "check_index", "check_tree", "validate", "record", "records", "records_tree",
+    "is_url", "options",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -39,23 +42,36 @@ def options(
     max_header_size: Optional[int] = None,
     max_warnings_per_rule: Optional[int] = None,
     compare_reference: bool = False,
+    portable_to: Optional[Iterable[str]] = None,
+    refusals_are_errors: bool = False,
     mode: str = "read",
     threads: int = 0,
     verbose: bool = True,
     follow_links: bool = False,
+    allow_empty: bool = False,
+    timeout: Optional[float] = None,
+    headers: Optional[Dict[str, str]] = None,
+    ca_file: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """The options of a check, with their defaults, as the native module takes them.
 
-    They mirror the CLI's flags: ``profile`` (``--profile``), ``deep``, ``sha256`` (implies
-    ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``), ``deny``/``allow``
-    (warning rule IDs made errors / hidden), ``max_header_size``, ``max_warnings_per_rule``,
-    ``compare_reference``, ``mode`` (``"read"``, the default; ``"mmap"`` = ``--mmap``, which a
-    file truncated during the check turns into a crash; ``"stream"``),
-    ``verbose`` (``-v``: the tensor list and metadata), ``follow_links`` (shard links leaving
-    the index's directory). ``threads`` splits one file's deep scan.
+    They mirror the CLI's flags and are resolved by the same function (the gate's
+    ``RunOptions``), so a conflict the CLI refuses is refused here with the same message:
+    ``profile`` (``--profile``: ``"strict"``, ``"reference"`` or ``"portable"``), ``deep``,
+    ``sha256`` (implies ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``),
+    ``deny``/``allow`` (warning rule IDs made errors / hidden), ``max_header_size``
+    (``None``: the library's 100,000,000 bytes), ``max_warnings_per_rule`` (``None``: 100),
+    ``compare_reference``, ``portable_to`` (reader IDs; implies the portable profile),
+    ``refusals_are_errors``, ``mode`` (``"read"``, the default; ``"mmap"`` = ``--mmap``, which a
+    file truncated during the check turns into a crash; ``"stream"``), ``verbose`` (``-v``: the
+    tensor list and metadata), ``follow_links`` (links leaving the directory named),
+    ``allow_empty`` (a directory with nothing to check is not a failure), ``timeout`` (seconds
+    for each URL with its data, or a set with all its shards; ``None``: 120), ``headers``
+    (extra request headers for URLs, sent only to the URL's own host), ``ca_file`` (PEM
+    certificates trusted for https URLs). ``threads`` splits one file's deep scan.
     """
-    if isinstance(deny, str) or isinstance(allow, str):
-        raise TypeError("deny and allow take a list of rule IDs, not a string")
+    if isinstance(deny, str) or isinstance(allow, str) or isinstance(portable_to, str):
+        raise TypeError("deny, allow and portable_to take a list of IDs, not a string")
     return {
         "profile": profile,
         "deep": bool(deep),
@@ -67,10 +83,16 @@ def options(
         "max_header_size": max_header_size,
         "max_warnings_per_rule": max_warnings_per_rule,
         "compare_reference": bool(compare_reference),
+        "portable_to": None if portable_to is None else list(portable_to),
+        "refusals_are_errors": bool(refusals_are_errors),
         "mode": mode,
         "threads": int(threads),
         "verbose": bool(verbose),
         "follow_links": bool(follow_links),
+        "allow_empty": bool(allow_empty),
+        "timeout": None if timeout is None else float(timeout),
+        "headers": [(str(k), str(v)) for k, v in (headers or {}).items()],
+        "ca_file": None if ca_file is None else os.fspath(ca_file),
     }
 
 
@@ -94,34 +116,16 @@ def _is_index(path: Any) -> bool:
     return os.fsencode(path).endswith(_INDEX_SUFFIX)
 
 
-def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tuple[str, str, Optional[int]]:
+def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tuple[str, Optional[int]]:
+    """The JSON line ``stcheck --json`` writes for ``target``, and the OS error number of a
+    target that could not be read."""
     # `bytes` are a file's contents; a path held as bytes is given as a `pathlib.Path`.
     if isinstance(target, _BYTES):
         data = target if isinstance(target, bytes) else bytes(target)
-        return _native.check_bytes(data, name or "<bytes>", opts)
+        return _native.check_bytes(data, name or "<bytes>", opts)  # type: ignore[no-any-return]
     if is_url(target):
-        return _check_url(target, opts)
-    if _is_index(target):
-        return _native.check_index(target, opts)
-    return _native.check_path(target, opts)
-
-
-def _check_url(url: str, opts: Dict[str, Any]) -> Tuple[str, str, Optional[int]]:
-    """The one way URLs are checked: the native ``check_url``, which runs the library's remote
-    source (``stcheck::remote``, the native crate's default feature ``remote``) and returns the
-    record ``stcheck --json URL`` writes. A build without it gives an ``io_error`` record (and
-    ``check`` raises ``RemoteUnavailableError``): a URL is never valid unless checked."""
-    native = getattr(_native, "check_url", None)
-    if native is not None:
-        return native(url, opts)  # type: ignore[no-any-return]
-    data = {
-        "path": url,
-        "status": "io_error",
-        "io_error": "checking files by URL needs stcheck built with remote checking "
-        "(the `remote` feature), which this build lacks",
-        "read_error": "unsupported",
-    }
-    return ("file", json.dumps(data), None)
+        return _native.check_url(target, opts)  # type: ignore[no-any-return]
+    return _native.check_paths([target], opts)[0]  # type: ignore[no-any-return]
 
 
 def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str, Any]:
@@ -134,8 +138,8 @@ def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str,
     Defaults follow the CLI: ``verbose=False`` here (pass ``verbose=True`` for ``-v``).
     """
     opts.setdefault("verbose", False)
-    kind, text, _ = _native_record(target, options(**opts), name)
-    return {"type": kind, "data": json.loads(text)}
+    line, _ = _native_record(target, options(**opts), name)
+    return json.loads(line)  # type: ignore[no-any-return]
 
 
 def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
@@ -150,16 +154,44 @@ def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
     for i, t in enumerate(targets):
         if outcomes[i] is None:
             outcomes[i] = _native_record(t, o, None)
-    return [{"type": kind, "data": json.loads(text)} for kind, text, _ in outcomes]
+    return [json.loads(line) for line, _ in outcomes]
 
 
-def _report(kind: str, text: str, errno: Optional[int]) -> Union[Report, IndexReport]:
-    data = json.loads(text)
+def records_tree(paths: Sequence[PathLike], **opts: Any) -> List[Dict[str, Any]]:
+    """The records ``stcheck --json PATH...`` writes (without the summary), in its order:
+    directories walked with the CLI's walker and link policy, each sharded set one ``index``
+    record with its shards, paths not checked as ``not_checked`` records. A path ``-`` is the
+    file of that name, not standard input."""
+    opts.setdefault("verbose", False)
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]  # type: ignore[list-item]
+    return [json.loads(line) for line, _ in _native.check_tree(list(paths), options(**opts))]
+
+
+def _report(line: str, errno: Optional[int]) -> Union[Report, IndexReport]:
+    record = json.loads(line)
+    kind, data = record["type"], record["data"]
     if kind == "not_checked" or data.get("status") == "io_error":
-        raise read_error({"type": kind, "data": data}, errno)
+        raise read_error(record, errno)
     if kind == "index":
         return IndexReport(kind, data)
     return Report(kind, data)
+
+
+def check_tree(paths: Union[PathLike, Sequence[PathLike]], **opts: Any) -> List[Any]:
+    """Check a directory (or several paths) as ``stcheck DIR`` does, with the same walker,
+    link policy, not-checked reasons and index grouping: a report per file or sharded set, in
+    the CLI's order. A path that could not be checked is a ``stcheck.ReadError`` in the list
+    (not raised), so one unreadable file does not hide the others' verdicts."""
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]  # type: ignore[list-item]
+    out: List[Any] = []
+    for line, errno in _native.check_tree(list(paths), options(**opts)):  # type: ignore[arg-type]
+        try:
+            out.append(_report(line, errno))
+        except ReadError as e:
+            out.append(e)
+    return out
 
 
 def check(
@@ -179,15 +211,15 @@ def check(
 
     A file that cannot be read raises ``stcheck.ReadError`` (an ``OSError``), never a verdict.
     """
-    kind, text, errno = _native_record(target, options(**opts), name)
-    return _report(kind, text, errno)
+    line, errno = _native_record(target, options(**opts), name)
+    return _report(line, errno)
 
 
 def check_index(path: PathLike, **opts: Any) -> IndexReport:
     """Check a sharded set by its ``*.safetensors.index.json``: the index and every shard it
     names (each checked as a file with the same options), as one set."""
-    kind, text, errno = _native.check_index(path, options(**opts))
-    report = _report(kind, text, errno)
+    line, errno = _native.check_paths([path], options(**opts))[0]
+    report = _report(line, errno)
     assert isinstance(report, IndexReport)
     return report
 

@@ -156,8 +156,8 @@ def _read_array(file: Any, t: TensorInfo) -> "np.ndarray":
     try:
         buffer = file.read(t.file_offsets[0], t.nbytes)
     except _native.ReadFailed as e:
-        kind, text, errno = e.args
-        raise read_error({"type": kind, "data": json.loads(text)}, errno) from None
+        line, errno = e.args
+        raise read_error(json.loads(line), errno) from None
     arr = np.frombuffer(buffer, dtype=dtype, count=t.elements)
     if not arr.flags.aligned:
         arr = arr.copy()
@@ -182,10 +182,11 @@ class _Shard:
         return _read_array(self.file, t)
 
 
-def _verdict(kind: str, text: str, errno: Optional[int]) -> Union[Report, IndexReport]:
-    data = json.loads(text)
+def _verdict(line: str, errno: Optional[int]) -> Union[Report, IndexReport]:
+    record = json.loads(line)
+    kind, data = record["type"], record["data"]
     if kind == "not_checked" or data.get("status") == "io_error":
-        raise read_error({"type": kind, "data": data}, errno)
+        raise read_error(record, errno)
     report: Union[Report, IndexReport] = (
         IndexReport(kind, data) if kind == "index" else Report(kind, data)
     )
@@ -213,13 +214,13 @@ def _open(filename: PathLike, how: str, opts: Dict[str, Any]) -> Tuple[Union[Rep
     tensors read on demand) or ``"map"`` (kept open, then mapped)."""
     read = how == "read"
     if _is_index(filename):
-        kind, text, errno, kept = _native.open_index_checked(filename, opts, read)
-        report = _verdict(kind, text, errno)
+        line, errno, kept = _native.open_index_checked(filename, opts, read)
+        report = _verdict(line, errno)
         assert isinstance(report, IndexReport)
         shard_reports = {s.name: s for s in report.shards if isinstance(s, Report)}
         return report, [_shard(shard_reports[name], k, how) for name, k in kept]
-    kind, text, errno, one = _native.open_checked(filename, opts, read)
-    report = _verdict(kind, text, errno)
+    line, errno, one = _native.open_checked(filename, opts, read)
+    report = _verdict(line, errno)
     assert isinstance(report, Report) and one is not None
     return report, [_shard(report, one, how)]
 
