@@ -154,12 +154,21 @@ pub(crate) struct Options {
     pub(crate) quiet: bool,
     pub(crate) progress: ProgressMode,
     pub(crate) verbose: bool,
-    pub(crate) jobs: usize,
+    /// `--jobs`, when given.
+    pub(crate) jobs: Option<usize>,
     /// What the run checks and how, resolved once (the gate's one option resolution).
     pub(crate) gate: Gate,
 }
 
 impl Options {
+    /// How many files are checked at once: `--jobs`, else the number of cores. Asked only
+    /// when there is more than one file, or one file's data to scan: finding the number of
+    /// cores reads the cgroup's CPU quota, a cost a one-file header check does not pay.
+    pub(crate) fn jobs(&self) -> usize {
+        self.jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
     /// The printers' options.
     pub(crate) fn print(&self) -> stcheck_print::Options {
         stcheck_print::Options::new(self.gate.profile())
@@ -177,10 +186,6 @@ pub(crate) enum Command {
     Version,
 }
 
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// Parse the arguments after the program name.
 pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
     let mut o = Parsed {
@@ -189,7 +194,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         quiet: false,
         progress: ProgressMode::Auto,
         verbose: false,
-        jobs: default_jobs(),
+        jobs: None,
     };
     let mut run = RunOptions::default();
     let mut no_mmap = false;
@@ -297,7 +302,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
                     Ok(0) | Err(_) => {
                         return Err(format!("--jobs: {v:?} is not a positive integer"))
                     }
-                    Ok(n) => n,
+                    Ok(n) => Some(n),
                 };
             }
             "--profile" => {
@@ -409,7 +414,7 @@ struct Parsed {
     quiet: bool,
     progress: ProgressMode,
     verbose: bool,
-    jobs: usize,
+    jobs: Option<usize>,
 }
 
 /// The longest `--timeout`: a year, far past any real transfer (and any `Instant` overflow).
@@ -446,14 +451,14 @@ mod tests {
     #[test]
     fn values_inline_and_separate() {
         let o = run(&["--jobs=3", "--max-header-size", "100", "a"]).expect("valid arguments");
-        assert_eq!(o.jobs, 3);
+        assert_eq!(o.jobs, Some(3));
         assert_eq!(o.gate.config().max_header_size, 100);
         assert_eq!(o.paths, vec![OsString::from("a")]);
     }
 
     #[test]
     fn double_dash_ends_options() {
-        assert_eq!(run(&["-j4", "a"]).expect("valid arguments").jobs, 4);
+        assert_eq!(run(&["-j4", "a"]).expect("valid arguments").jobs, Some(4));
         let o = run(&["--", "--json"]).expect("valid arguments");
         assert_eq!(o.format, Format::Text);
         assert_eq!(o.paths, vec![OsString::from("--json")]);

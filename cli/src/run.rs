@@ -353,9 +353,13 @@ fn run(o: &Options) -> u8 {
     let by_bytes = gate.config().reads_data() && o.progress != ProgressMode::Never;
     let plan = gate.plan(targets, by_bytes);
     let targets = &plan.targets;
-    let workers = o.jobs.min(targets.len()).max(1);
-    // One file alone gets every thread for its deep scan; many files get one each.
-    let threads = if targets.len() == 1 { o.jobs } else { 1 };
+    // One file alone gets every thread for its deep scan (a header check needs none); many
+    // files get one each, checked `jobs` at a time.
+    let (workers, threads) = match targets.len() {
+        0 | 1 if gate.config().reads_data() => (1, o.jobs()),
+        0 | 1 => (1, 1),
+        n => (o.jobs().min(n), 1),
+    };
     let unit = if gate.config().reads_data() {
         Unit::Bytes(plan.total_bytes)
     } else {

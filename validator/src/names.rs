@@ -140,17 +140,18 @@ pub(crate) fn check_warnings(name: &str) -> Vec<(Rule, String)> {
     out
 }
 
+/// The lengths of the names some reader of the built-in reader table (`corpus/readers.json`)
+/// treats specially, as a bit set (bit `n` for length `n`, 63 for longer ones): the table is
+/// looked up only for a name of one of these lengths. Written out, not computed from the
+/// table, so that a check that meets no such name never parses the table (it is most of the
+/// cost of a one-file run); `special_lengths_follow_the_table` keeps it equal to the table.
+const SPECIAL_LENGTHS: u64 = 1 << "__proto__".len();
+
 /// `NAME-SPECIAL`: a name that a reader of the built-in reader table (`corpus/readers.json`)
 /// treats specially (`__proto__` in the Hub's JavaScript parser). Cheap for every other name:
 /// only a name of the length of a special one is looked up.
 pub(crate) fn special_warning(name: &str) -> Option<(Rule, String)> {
-    static LENGTHS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let lengths = LENGTHS.get_or_init(|| {
-        crate::portable::table::special_names()
-            .iter()
-            .fold(0u64, |m, n| m | 1u64 << n.len().min(63))
-    });
-    if lengths & (1u64 << name.len().min(63)) == 0 {
+    if SPECIAL_LENGTHS & (1u64 << name.len().min(63)) == 0 {
         return None;
     }
     crate::portable::table::special_name_warning(name)
@@ -159,6 +160,24 @@ pub(crate) fn special_warning(name: &str) -> Option<(Rule, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn special_lengths_follow_the_table() {
+        let names = crate::portable::table::special_names();
+        assert!(
+            !names.is_empty(),
+            "the built-in table names special tensor names"
+        );
+        let lengths = names.iter().fold(0u64, |m, n| m | 1u64 << n.len().min(63));
+        assert_eq!(
+            SPECIAL_LENGTHS, lengths,
+            "SPECIAL_LENGTHS must hold the lengths of {names:?}"
+        );
+        for n in names {
+            assert!(special_warning(n).is_some(), "{n}");
+        }
+        assert!(special_warning("model.embed").is_none());
+    }
 
     #[test]
     fn default_ignorable_table_is_sorted_and_disjoint() {
