@@ -1,8 +1,10 @@
 """Scale-out measurement: the Dask scan with 1 and 2 workers beside the CLI's --jobs 1 and 2.
 
-    target/python-venv/bin/python python/bench_scale.py [--small 4000] [--big 64] [--big-mib 16]
+    target/python-venv/bin/python python/bench_scale.py [--small 20000] [--big 64] [--big-mib 16]
 
-Makes two sets under target/bench-scale (kept for the next run): SMALL files of a few hundred
+The batched path (``scan_to_parquet``: batches of BATCH_SIZE targets, each written to Parquet
+by its worker, only a summary sent back) is the one a hub runs; ``scan`` (records gathered on
+the driver) is shown beside it. Makes two sets under target/bench-scale (kept for the next run): SMALL files of a few hundred
 bytes (header checks: files/s) and BIG files of BIG_MIB MiB each (deep scan with SHA-256:
 GB/s). Every file is read once first, so every run reads from the page cache. Each
 configuration runs REPEAT times; the table shows the best run (the least disturbed by the
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,7 +43,7 @@ import stcheck.dask  # noqa: E402
 def cli() -> str:
     path = os.environ.get("STCHECK_CLI") or str(ROOT / "target" / "release" / "stcheck")
     if not os.path.exists(path):
-        subprocess.run(["cargo", "build", "--release", "-p", "stcheck"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "stcheck-cli"], cwd=ROOT, check=True)
     return path
 
 
@@ -78,11 +81,12 @@ def timed(run: Callable[[], object], repeat: int) -> Tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--small", type=int, default=4000)
+    ap.add_argument("--small", type=int, default=20000)
     ap.add_argument("--big", type=int, default=64)
     ap.add_argument("--big-mib", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partition-size", type=int, default=250)
+    ap.add_argument("--batch-size", type=int, default=2000)
     args = ap.parse_args()
 
     from distributed import Client, LocalCluster
@@ -113,6 +117,8 @@ def main() -> None:
 
     rows.append(("in-process, 1 thread", "header", len(small), 0,
                  *timed(lambda: stcheck.dask.check_partition(small), args.repeat)))
+    rows.append(("in-process, 1 thread, columnar batch", "header", len(small), 0,
+                 *timed(lambda: stcheck.dask.check_batch(small), args.repeat)))
     rows.append(("in-process, 1 thread", "deep+sha256", len(big), big_bytes,
                  *timed(lambda: stcheck.dask.check_partition(big, {"sha256": True}), args.repeat)))
 
@@ -121,6 +127,14 @@ def main() -> None:
                           host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as client:
             stcheck.dask.scan(small[:200], client=client, partition_size=50)  # warm-up
             size = args.partition_size
+            out = base / "parquet"
+
+            def parquet() -> None:
+                shutil.rmtree(out, ignore_errors=True)
+                stcheck.dask.scan_to_parquet(small, out, client=client, batch_size=args.batch_size)
+
+            rows.append((f"Dask {workers} worker(s), batches to Parquet", "header", len(small), 0,
+                         *timed(parquet, args.repeat)))
             rows.append((f"Dask {workers} worker(s)", "header", len(small), 0, *timed(
                 lambda: stcheck.dask.scan(small, client=client, partition_size=size), args.repeat)))
             rows.append((f"Dask {workers} worker(s)", "deep+sha256", len(big), big_bytes, *timed(

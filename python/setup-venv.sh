@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the stcheck Python package into a virtual environment under target/, with what its
-# tests need:  target/python-venv  (numpy, ml_dtypes, safetensors, pytest, dask[distributed]).
+# tests need:  target/python-venv  (numpy, ml_dtypes, safetensors, pytest, dask[distributed], pyarrow and pandas for the
+# Parquet scan).
 # The package itself is installed the way a user installs it, `pip install ./python` (maturin
 # and PyO3 come from the registries); its Rust build goes to target/python-build, so a second
 # run only rebuilds what changed. Also builds the CLI (target/debug/stcheck) the tests compare
@@ -20,6 +21,8 @@ pins=(
   "pytest==9.2.0"
   "dask==2026.8.0"
   "distributed==2026.8.0"
+  "pyarrow==26.0.1"
+  "pandas==3.1.1"
 )
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -39,6 +42,6 @@ cargo build --quiet -p stcheck-cli --manifest-path "$ROOT/Cargo.toml"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m
 import stcheck
-for name in ("stcheck", "numpy", "ml_dtypes", "safetensors", "pytest", "dask", "distributed"):
+for name in ("stcheck", "numpy", "ml_dtypes", "safetensors", "pytest", "dask", "distributed", "pyarrow", "pandas"):
     print(f"{name} {m.version(name)}")
 PY

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -107,3 +108,78 @@ def test_records_of_mixed_targets(targets: List[str]) -> None:
     data = pathlib.Path(targets[0]).read_bytes()
     mixed: List[Any] = [targets[1], data, "http://127.0.0.1:9/x.safetensors", targets[-3], targets[2]]
     assert stcheck.records(mixed, sha256=True) == [stcheck.record(t, sha256=True) for t in mixed]
+
+
+pyarrow = pytest.importorskip("pyarrow")
+
+
+def _rows(directory: pathlib.Path) -> List[Dict[str, Any]]:
+    """Every Parquet row of a scan, sorted by target (batches are files in no set order)."""
+    import pyarrow.parquet as pq
+
+    rows: List[Dict[str, Any]] = []
+    for part in sorted(directory.glob("part-*.parquet")):
+        rows.extend(pq.read_table(part).to_pylist())
+    return sorted(rows, key=lambda r: r["target"])
+
+
+def test_parquet_rows_are_the_records(cluster_client: Any, targets: List[str], tmp_path: pathlib.Path) -> None:
+    want, want_summary = run_cli(["--jobs", "2"], targets)
+    summary = stcheck.dask.scan_to_parquet(targets, tmp_path / "scan", client=cluster_client, batch_size=400)
+    assert summary == want_summary
+    rows = _rows(tmp_path / "scan")
+    assert len(rows) == len(targets)
+    by_target = {r["target"]: r for r in rows}
+    for target, rec in zip(targets, want):
+        row = by_target[target]
+        assert json.loads(row["record"]) == rec
+        assert row["type"] == rec["type"] and row["path"] == rec["data"]["path"]
+        # A file's error, or a set's first error.
+        error = rec["data"].get("error") or (rec["data"].get("errors") or [{}])[0]
+        assert (row["rule"], row["offset"]) == (error.get("rule"), error.get("offset"))
+    assert {r["status"] for r in rows} >= {"valid", "invalid", "io_error", "not_checked"}
+    # The same rows through a Dask DataFrame, queryable.
+    df = stcheck.dask.read_parquet(tmp_path / "scan").compute()
+    assert len(df) == len(targets)
+    assert (df["status"] == "invalid").sum() == want_summary["invalid"]
+
+
+_KILLED_SCAN = """
+import sys
+import stcheck.dask
+targets = [line.rstrip("\\n") for line in open(sys.argv[1])]
+stcheck.dask.scan_to_parquet(targets, sys.argv[2], batch_size=int(sys.argv[3]))
+"""
+
+
+def test_a_killed_scan_resumes_to_the_same_rows(targets: List[str], tmp_path: pathlib.Path) -> None:
+    """Kill a scan (SIGKILL, the process that checks and writes) once some batches are
+    written, resume it, and get exactly the rows of an uninterrupted scan."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    files = [t for t in targets if t.endswith(".safetensors") and "pipe" not in t]
+    listing = tmp_path / "targets.txt"
+    listing.write_text("\n".join(files) + "\n")
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SCAN, str(listing), str(killed), "5"])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(killed.glob("part-*.parquet"))) < 3:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the scan ended before it could be killed: make it longer"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    written = len(list(killed.glob("part-*.parquet")))
+    assert 3 <= written < -(-len(files) // 5), written
+    resumed = stcheck.dask.scan_to_parquet(files, killed, batch_size=5)
+    whole = stcheck.dask.scan_to_parquet(files, tmp_path / "whole", batch_size=5)
+    assert whole["files"] == len(files)
+    assert resumed == whole
+    assert _rows(killed) == _rows(tmp_path / "whole")
+    assert not list(killed.glob("*.tmp"))

@@ -122,3 +122,24 @@ def test_no_secret_of_an_address_reaches_python(base_url: str) -> None:
     for secret in _SECRETS:
         assert secret not in text, secret
     assert "?..." in text  # the query is shown as present, without its values
+
+
+def test_a_manifest_of_urls_scans_to_parquet(base_url: str, tmp_path: Any) -> None:
+    """The worked example of docs/python.md: a manifest of URLs (one per line) scanned into
+    Parquet rows, resumable, equal to the CLI's records for the same URLs."""
+    pytest.importorskip("pyarrow")
+    import json
+
+    import pyarrow.parquet as pq
+
+    urls = _urls(base_url)
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("\n".join(urls) + "\n")
+    targets = [line for line in manifest.read_text().splitlines() if line]
+    summary = stcheck.dask.scan_to_parquet(targets, tmp_path / "scan", batch_size=7)
+    want, want_summary = run_cli([], urls)
+    assert summary == want_summary
+    rows = {r["target"]: r for p in (tmp_path / "scan").glob("part-*.parquet") for r in pq.read_table(p).to_pylist()}
+    assert [json.loads(rows[u]["record"]) for u in urls] == want
+    # Resuming a finished scan checks nothing more and gives the same summary.
+    assert stcheck.dask.scan_to_parquet(targets, tmp_path / "scan", batch_size=7) == want_summary

@@ -34,7 +34,18 @@ from typing import IO, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _check
 
-__all__ = ["check_partition", "summarize", "merge_summaries", "scan", "records_bag", "Scan"]
+__all__ = [
+    "check_partition",
+    "check_batch",
+    "summarize",
+    "merge_summaries",
+    "scan",
+    "scan_to_parquet",
+    "read_parquet",
+    "records_bag",
+    "Scan",
+    "COLUMNS",
+]
 
 #: The keys of the CLI's summary line, in its order.
 SUMMARY_KEYS = ("files", "indexes", "valid", "invalid", "io_errors", "not_checked", "exit_code")
@@ -161,6 +172,171 @@ def scan(
         out.records.extend(kept)
     out.summary = merge_summaries(s for _, s in results)
     return out
+
+
+#: The columns of a scan's Parquet rows, one row per record: the target as given, the
+#: record's type (``file``, ``index``, ``not_checked``), its path as shown, its status, the
+#: error's rule, offset and tensor (if any), the message of an error or of a path not checked,
+#: the policy reason of a path not checked, the file's size, tensor and parameter counts, its
+#: SHA-256 (with ``sha256=True``), and the whole record as ``stcheck --json`` writes it.
+COLUMNS = (
+    "target", "type", "path", "status", "rule", "offset", "tensor", "message", "reason",
+    "size", "tensors", "parameters", "sha256", "record",
+)
+
+
+def _row(target: Any, rec: Dict[str, Any], line: str) -> Dict[str, Any]:
+    data = rec["data"]
+    error = data.get("error") or (data.get("errors") or [None])[0] or {}
+    status = data.get("status", "not_checked" if rec["type"] == "not_checked" else None)
+    message = error.get("message") or data.get("message") or data.get("io_error")
+    return {
+        "target": str(target),
+        "type": rec["type"],
+        "path": data.get("path"),
+        "status": status,
+        "rule": error.get("rule"),
+        "offset": error.get("offset"),
+        "tensor": error.get("tensor"),
+        "message": message,
+        "reason": data.get("reason"),
+        "size": data.get("size"),
+        "tensors": data.get("tensors"),
+        "parameters": data.get("parameters"),
+        "sha256": data.get("sha256"),
+        "record": line,
+    }
+
+
+def check_batch(targets: Sequence[Any], options: Optional[Dict[str, Any]] = None) -> Dict[str, List[Any]]:
+    """The columnar map step: check each target (paths in one native call, as ``records``
+    does) and return the rows as columns (``COLUMNS``: one list per column, one entry per
+    record, in target order). A batch's result pickles as a few lists, not a dict per file,
+    which is what makes batches of small files cheap to send back."""
+    cols: Dict[str, List[Any]] = {c: [] for c in COLUMNS}
+    targets = list(targets)
+    for target, rec in zip(targets, _check.records(targets, **dict(options or {}))):
+        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
+        for k, v in _row(target, rec, line).items():
+            cols[k].append(v)
+    return cols
+
+
+def _summary_of_columns(cols: Dict[str, List[Any]]) -> Dict[str, int]:
+    s = _empty_summary()
+    for kind, status in zip(cols["type"], cols["status"]):
+        _count(s, {"type": kind, "data": {"status": status}})
+    s["exit_code"] = _exit_code(s)
+    return s
+
+
+def _batch_name(targets: Sequence[Any]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256("\0".join(map(str, targets)).encode("utf-8", "surrogateescape"))
+    return f"part-{digest.hexdigest()[:20]}.parquet"
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    s, i = pa.string(), pa.int64()
+    types = {"offset": i, "size": i, "tensors": i, "parameters": i}
+    return pa.schema([(c, types.get(c, s)) for c in COLUMNS])
+
+
+def _write_batch(
+    targets: Sequence[Any], directory: str, options: Optional[Dict[str, Any]] = None
+) -> Dict[str, int]:
+    """Check one batch and write its rows as one Parquet file in ``directory``, atomically
+    (written under a temporary name, then renamed): a batch is either all there or not at
+    all. Returns the batch's summary."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = check_batch(targets, options)
+    name = os.path.join(directory, _batch_name(targets))
+    tmp = f"{name}.{os.getpid()}.tmp"
+    pq.write_table(pa.table(cols, schema=_schema()), tmp)
+    os.replace(tmp, name)
+    return _summary_of_columns(cols)
+
+
+def _done_targets(directory: str) -> Tuple[set, Dict[str, int]]:
+    """The targets that already have rows in ``directory``, and the summary of those rows."""
+    import glob
+    import os
+
+    import pyarrow.parquet as pq
+
+    done: set = set()
+    summary = _empty_summary()
+    for path in sorted(glob.glob(os.path.join(directory, "part-*.parquet"))):
+        t = pq.read_table(path, columns=["target", "type", "status"]).to_pydict()
+        done.update(t["target"])
+        part = _summary_of_columns(t)
+        summary = merge_summaries([summary, part])
+    return done, summary
+
+
+def scan_to_parquet(
+    targets: Iterable[Any],
+    directory: Any,
+    *,
+    client: Any = None,
+    batch_size: int = 1000,
+    **options: Any,
+) -> Dict[str, int]:
+    """Check every target and write one Parquet row per record (``COLUMNS``) into
+    ``directory``, one file per batch of ``batch_size`` targets, written by the workers
+    themselves (the driver receives only each batch's summary). Returns the summary of every
+    row in ``directory``, as the CLI's summary line counts.
+
+    A target named twice is checked once. Resumable: targets that already have rows in
+    ``directory`` are skipped, so a scan that was
+    killed (a worker, or the whole run) is finished by calling it again with the same
+    arguments; it loses at most the batches that were in flight, since a batch's file appears
+    whole or not at all. Read the rows with ``read_parquet(directory)`` (a Dask DataFrame) or
+    any Parquet reader. ``client``: a ``distributed.Client``; ``None`` checks the batches in
+    this process, one after another (no Dask needed). Options are those of ``stcheck.record``.
+    """
+    import os
+
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        if stale.endswith(".tmp"):
+            os.remove(os.path.join(directory, stale))  # a batch a killed run did not finish
+    done, summary = _done_targets(directory)
+    # A target is the key of its rows: each is checked once, in the order first given.
+    todo = []
+    for t in targets:
+        if str(t) not in done:
+            done.add(str(t))
+            todo.append(t)
+    batches = _partitions(todo, batch_size) if todo else []
+    if client is None:
+        results = [_write_batch(b, directory, options) for b in batches]
+    else:
+        futures = client.map(
+            _write_batch, batches, directory=directory, options=options, pure=False,
+            key=_keys(len(batches)),
+        )
+        results = client.gather(futures)
+    return merge_summaries([summary, *results])
+
+
+def read_parquet(directory: Any) -> Any:
+    """The rows of ``scan_to_parquet`` as a Dask DataFrame (``dask.dataframe.read_parquet``)."""
+    import os
+
+    import dask.dataframe as dd
+
+    return dd.read_parquet(os.path.join(os.fspath(directory), "part-*.parquet"))
 
 
 def _keys(n: int) -> List[str]:
