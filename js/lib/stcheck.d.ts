@@ -172,17 +172,24 @@ export class ValidationError extends StcheckError {
 
 export type Bytes = Uint8Array | ArrayBuffer | ArrayBufferView;
 
+/** Bytes read by position: a shard behind range requests, a file handle. */
+export interface RangeSource {
+  size: number;
+  name?: string;
+  read(pos: number, n: number): Uint8Array | ArrayBuffer | Promise<Uint8Array | ArrayBuffer>;
+}
+
 /** Check the length field and header (and the data, when `bytes` is the whole file). */
 export function checkHeader(bytes: Bytes, fileLength?: number | null, options?: Options): FileRecord;
 export function checkHeader(bytes: Bytes, options?: Options): FileRecord;
 /** Check a Blob or File: two slices for a header check, the data streamed when deep. */
-export function checkBlob(blob: Blob | Bytes, options?: StreamOptions): Promise<FileRecord>;
+export function checkBlob(blob: Blob | Bytes | RangeSource, options?: StreamOptions): Promise<FileRecord>;
 /** Check a file on an HTTP(S) server with range requests. */
 export function checkUrl(url: string | URL, options?: UrlOptions): Promise<FileRecord>;
 /** Check a sharded set: its index's bytes and a way to read each shard (null: missing). */
 export function checkIndex(
   indexBytes: Bytes,
-  readShard: (name: string) => Blob | Bytes | null | undefined | Promise<Blob | Bytes | null | undefined>,
+  readShard: (name: string) => Blob | Bytes | RangeSource | null | undefined | Promise<Blob | Bytes | RangeSource | null | undefined>,
   options?: IndexOptions & { path?: string },
 ): Promise<IndexRecord>;
 /** Throw a ValidationError for a record that is not valid; return it otherwise. */

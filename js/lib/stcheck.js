@@ -169,8 +169,18 @@ export function checkHeader(bytes, fileLength, options = {}) {
   return open(guard(() => api.checkBytes(b, len, path, json)), options);
 }
 
-/** A source of bytes at positions: a Blob (File) or bytes in memory. */
+/** A source of bytes at positions: a Blob (File), bytes in memory, or `{size, read(pos, n)}`
+ * (read resolving to a Uint8Array: a shard behind range requests, a file handle). */
 function sourceOf(input) {
+  if (input && typeof input.read === "function" && Number.isSafeInteger(input.size) && input.size >= 0) {
+    return {
+      size: input.size,
+      name: typeof input.name === "string" ? input.name : undefined,
+      async read(pos, n) {
+        return asBytes(await input.read(pos, n));
+      },
+    };
+  }
   if (typeof Blob !== "undefined" && input instanceof Blob) {
     return {
       size: input.size,
@@ -388,7 +398,8 @@ export async function checkUrl(url, options = {}) {
 
 /**
  * Check a sharded checkpoint: the index's bytes, and its shards through `readShard(name)`,
- * which returns (or resolves to) a Blob, File, Uint8Array or ArrayBuffer, or null/undefined
+ * which returns (or resolves to) a Blob, File, Uint8Array, ArrayBuffer or `{size, read(pos, n)}`
+ * (for shards read by range, as on a server), or null/undefined
  * for a shard that is not there (INDEX-SHARD-MISSING). A readShard that throws makes the set
  * not checked, unless it throws a NotCheckedError whose reason is `not_found` or
  * `not_regular` (INDEX-SHARD-MISSING) or `link_not_followed` (INDEX-SHARD-LINK). `options.listing`: the `*.safetensors` names in the index's directory, for

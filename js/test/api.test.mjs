@@ -120,3 +120,21 @@ test("hostile bytes: no input ends the module", () => {
     }
   }
 });
+
+test("checkIndex over range sources reads only each shard's length field and header", async () => {
+  const dir = "valid/index/two-shards";
+  const index = corpusBytes(`${dir}/model.safetensors.index.json`);
+  const read = [];
+  const readShard = (name) => {
+    const bytes = corpusBytes(`${dir}/${name}`);
+    return { size: bytes.length, read: (pos, n) => { read.push([name, pos, n]); return bytes.slice(pos, pos + n); } };
+  };
+  const r = await st.checkIndex(index, readShard, { path: `${dir}/model.safetensors.index.json` });
+  assert.equal(r.status, "valid");
+  assert.equal(r.shards.length, 2);
+  for (const name of new Set(read.map((x) => x[0]))) {
+    const bytes = corpusBytes(`${dir}/${name}`);
+    const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+    assert.deepEqual(read.filter((x) => x[0] === name).map((x) => [x[1], x[2]]), [[0, 8], [8, n]], name);
+  }
+});

@@ -11,7 +11,7 @@ export const CORPUS = join(ROOT, "corpus");
 export const PKG = process.env.STCHECK_JS_PKG ?? join(ROOT, "target/js-pkg");
 
 export function cliPath() {
-  if (process.env.STCHECK_BIN) return process.env.STCHECK_BIN;
+  if (process.env.STCHECK_BIN) return resolve(process.env.STCHECK_BIN);
   for (const p of ["target/release/stcheck", "target/debug/stcheck"]) {
     if (existsSync(join(ROOT, p))) return join(ROOT, p);
   }
