@@ -138,3 +138,34 @@ test("checkIndex over range sources reads only each shard's length field and hea
     assert.deepEqual(read.filter((x) => x[0] === name).map((x) => [x[1], x[2]]), [[0, 8], [8, n]], name);
   }
 });
+
+test("hostile indexes and streamed files: no input ends the module", async () => {
+  let seed = 7;
+  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const dir = "valid/index/two-shards";
+  const base = corpusBytes(`${dir}/model.safetensors.index.json`);
+  const shard = (name) => {
+    try {
+      return corpusBytes(`${dir}/${name}`);
+    } catch {
+      return null;
+    }
+  };
+  const statuses = new Set();
+  for (let i = 0; i < 400; i++) {
+    const b = new Uint8Array(base);
+    for (let k = 0; k < 1 + Math.floor(rand() * 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+    const r = await st.checkIndex(b.subarray(0, Math.floor(rand() * (b.length + 1))), shard, { deep: rand() < 0.5 });
+    statuses.add(r.status);
+  }
+  assert.ok([...statuses].every((x) => x === "valid" || x === "invalid"), [...statuses].join());
+  assert.ok(statuses.has("invalid"));
+  assert.equal((await st.checkIndex(base, shard)).status, "valid");
+  const file = corpusBytes("../examples/model.safetensors");
+  for (let i = 0; i < 300; i++) {
+    const b = new Uint8Array(file);
+    b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+    const r = await st.checkBlob(new Blob([b]), { sha256: true, denyNonfinite: true, chunkSize: 1 + Math.floor(rand() * 64) });
+    assert.ok(r.status === "valid" || r.status === "invalid");
+  }
+});
