@@ -284,7 +284,7 @@ impl Stream {
     /// The record of the file, shown as `path` (envelope JSON).
     pub fn finish(&mut self, path: &str) -> String {
         let checked = self.take_checked();
-        finish_record(checked, path, &self.resolved.clone(), None)
+        finish_record(checked, path, &self.resolved, None)
     }
 
     /// The record of a file fetched from `url` with `requests` requests that brought `bytes`
@@ -293,7 +293,7 @@ impl Stream {
     pub fn finish_remote(&mut self, path: &str, url: &str, requests: u32, bytes: f64) -> String {
         let checked = self.take_checked();
         let cost = RemoteCost::new(requests, length(bytes).unwrap_or(0));
-        finish_record(checked, path, &self.resolved.clone(), Some((url, cost)))
+        finish_record(checked, path, &self.resolved, Some((url, cost)))
     }
 }
 
@@ -340,7 +340,8 @@ impl IndexSession {
         serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned())
     }
 
-    /// The options of this set, for the streams of its shards (JSON).
+    /// A stream for a shard of `len` bytes, under the set's options; `undefined` for a
+    /// length that is not one.
     #[wasm_bindgen(js_name = openShard)]
     pub fn open_shard(&self, len: f64) -> Option<Stream> {
         Some(Stream::start(self.resolved.clone(), length(len)?))
