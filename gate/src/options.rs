@@ -18,6 +18,8 @@ pub enum Face {
     Cli,
     /// The Python package: `deny=`, `follow_links=True`.
     Python,
+    /// The JavaScript package (`js/`): `deny`, `deep: true` (its options object's keys).
+    Js,
 }
 
 /// The options every face knows by a name of its own.
@@ -83,6 +85,19 @@ impl Face {
             (Face::Python, MaxHeaderSize) => "max_header_size=",
             (Face::Python, MaxWarningsPerRule) => "max_warnings_per_rule=",
             (Face::Python, Timeout) => "timeout=",
+            (Face::Js, Deny) => "deny",
+            (Face::Js, Allow) => "allow",
+            (Face::Js, Deep) => "deep: true",
+            (Face::Js, Sha256) => "sha256: true",
+            (Face::Js, DenyNonfinite) => "denyNonfinite: true",
+            (Face::Js, Profile) => "profile",
+            (Face::Js, PortableTo) => "portableTo",
+            (Face::Js, RefusalsAreErrors) => "refusalsAreErrors: true",
+            (Face::Js, FollowLinks) => "followLinks: true",
+            (Face::Js, AllowEmpty) => "allowEmpty: true",
+            (Face::Js, MaxHeaderSize) => "maxHeaderSize",
+            (Face::Js, MaxWarningsPerRule) => "maxWarningsPerRule",
+            (Face::Js, Timeout) => "timeout",
         }
     }
 }
@@ -314,11 +329,19 @@ mod tests {
         );
         let p = RunOptions {
             face: Face::Python,
-            ..o
+            ..o.clone()
         };
         assert_eq!(
             p.resolve().expect_err("conflict").0,
             "allow= LAYOUT-ALIGN and deny= LAYOUT-ALIGN exclude each other"
+        );
+        let js = RunOptions {
+            face: Face::Js,
+            ..o
+        };
+        assert_eq!(
+            js.resolve().expect_err("conflict").0,
+            "allow LAYOUT-ALIGN and deny LAYOUT-ALIGN exclude each other"
         );
     }
 

@@ -4,20 +4,28 @@
 //!   [`json_out`];
 //! - [`sarif`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`);
 //! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF);
-//! - [`Text`], [`JsonLines`] and [`sarif::SarifWriter`]: printers, sinks of the gate's
-//!   events (`stcheck_gate::Sink`).
+//! - `Text`, `JsonLines` and `sarif::SarifWriter` (feature `gate`, on by default): printers,
+//!   sinks of the gate's events (`stcheck_gate::Sink`).
+//!
+//! Without the `gate` feature the records and the rule texts build alone, on the core only:
+//! for faces that get their bytes elsewhere (the WebAssembly package, `js/`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod json_out;
+#[cfg(feature = "gate")]
 mod lines;
 pub mod records;
+#[cfg(feature = "gate")]
 pub mod sarif;
 pub mod spec;
+#[cfg(feature = "gate")]
 mod text;
 
+#[cfg(feature = "gate")]
 pub use lines::JsonLines;
 pub use stcheck::Profile;
+#[cfg(feature = "gate")]
 pub use text::{summary as text_summary, Text};
 
 /// What the printers show beside the verdicts.

@@ -396,8 +396,52 @@ pub struct FileRecord<'a> {
 }
 
 /// What checking a file by URL cost: `{"requests", "bytes", "redirects", "retries"}` (bytes
-/// of response bodies): the gate's own [`stcheck_gate::Cost`].
-pub use stcheck_gate::Cost as RemoteCost;
+/// of response bodies). The record's own type, so that the records build without the gate
+/// (the JavaScript package fetches with the page's `fetch`); the gate's `Cost` converts into
+/// it (feature `gate`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RemoteCost {
+    /// HTTP requests sent, redirects and retries included.
+    pub requests: u32,
+    /// Response body bytes received (headers not counted).
+    pub bytes: u64,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Requests repeated after 429, 5xx or a failed connection.
+    pub retries: u32,
+}
+
+impl RemoteCost {
+    /// `requests` requests that brought `bytes` body bytes, with no redirect and no retry.
+    pub fn new(requests: u32, bytes: u64) -> Self {
+        RemoteCost {
+            requests,
+            bytes,
+            redirects: 0,
+            retries: 0,
+        }
+    }
+
+    /// Set the redirects followed and the requests repeated.
+    pub fn with_repeats(mut self, redirects: u32, retries: u32) -> Self {
+        self.redirects = redirects;
+        self.retries = retries;
+        self
+    }
+}
+
+#[cfg(feature = "gate")]
+impl From<stcheck_gate::Cost> for RemoteCost {
+    fn from(c: stcheck_gate::Cost) -> Self {
+        RemoteCost {
+            requests: c.requests,
+            bytes: c.bytes,
+            redirects: c.redirects,
+            retries: c.retries,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct RemoteInfo<'a> {
@@ -418,8 +462,11 @@ impl<'a> FileRecord<'a> {
     }
 
     /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
-    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
-        self.remote = Some(RemoteInfo { resolved, cost });
+    pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
+        self.remote = Some(RemoteInfo {
+            resolved,
+            cost: cost.into(),
+        });
         self
     }
 
@@ -775,8 +822,11 @@ impl<'a> IndexTail<'a> {
     }
 
     /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
-    pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
-        self.remote = Some(RemoteInfo { resolved, cost });
+    pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
+        self.remote = Some(RemoteInfo {
+            resolved,
+            cost: cost.into(),
+        });
         self
     }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Build the npm package of stcheck (js/) into target/js-pkg/: the core compiled to
+# wasm32-unknown-unknown with Debian's rustc-web (std rebuilt with -Zbuild-std, panic=abort),
+# wasm-bindgen's ES-module glue and TypeScript types, and the hand-written wrapper (js/lib/).
+# Installs what is missing: the Debian packages rustc-web, rust-web-src and lld-22 (as root,
+# through apt-get), and wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in
+# js/Cargo.lock, under target/tools. Needs crates.io and the Debian mirror the first time.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+out="$root/target/js-pkg"
+tools="$root/target/tools"
+t0=$(date +%s)
+
+if ! [ -x /usr/bin/rustc ] || ! [ -d /usr/lib/rustlib/src/rust/library ] || ! command -v rust-lld >/dev/null; then
+  echo "build.sh: installing rustc-web rust-web-src lld-22 (apt-get)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq rustc-web rust-web-src lld-22 >/dev/null
+fi
+
+# The wasm-bindgen version the crate is locked to; the CLI must be the same.
+bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' js/Cargo.lock)
+[ -n "$bindgen_version" ] || { echo "build.sh: no wasm-bindgen in js/Cargo.lock" >&2; exit 1; }
+if ! [ -x "$tools/bin/wasm-bindgen" ] || ! "$tools/bin/wasm-bindgen" --version | grep -qx "wasm-bindgen $bindgen_version"; then
+  echo "build.sh: installing wasm-bindgen-cli $bindgen_version under target/tools"
+  # Not --locked: its published lock file names a webpki-roots the registry may not serve;
+  # the version that matters (the CLI's own, matching the crate's) is pinned exactly.
+  # Only the wasm-bindgen binary, without TLS (its test runner downloads; we do not).
+  cargo install --quiet --root "$tools" --no-default-features --bin wasm-bindgen \
+    wasm-bindgen-cli --version "=$bindgen_version"
+fi
+
+echo "build.sh: compiling for wasm32-unknown-unknown (rustc $(/usr/bin/rustc --version | cut -d' ' -f2))"
+# The host toolchain (rustup) cargo drives Debian's rustc, which has the standard library's
+# source for -Zbuild-std; RUSTC_BOOTSTRAP lets that stable rustc take the unstable flag.
+RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc CARGO_TARGET_DIR="$root/target/js-wasm" \
+  cargo build --quiet --locked --release --manifest-path js/Cargo.toml \
+  -Zbuild-std=std,panic_abort --target wasm32-unknown-unknown
+wasm="$root/target/js-wasm/wasm32-unknown-unknown/release/stcheck_js.wasm"
+
+rm -rf "$out"
+mkdir -p "$out"
+# (Debian's binaryen 108 saves 8% more with wasm-opt -Os, but breaks wasm-bindgen's externref
+# table: not used.)
+"$tools/bin/wasm-bindgen" --target web --remove-name-section --remove-producers-section \
+  --out-dir "$out/wasm" --out-name stcheck_native "$wasm"
+cp js/lib/stcheck.js js/lib/stcheck.d.ts "$out/"
+cp js/README.md "$out/README.md"
+# The demo page (not part of the npm package's files): serve target/js-pkg and open /demo/.
+mkdir -p "$out/demo"
+cp js/demo/index.html "$out/demo/"
+cat > "$out/package.json" <<JSON
+{
+  "name": "stcheck",
+  "version": "$(sed -n 's/^version = "\(.*\)"/\1/p' js/Cargo.toml | head -1)",
+  "description": "A strict validator for safetensors files, in WebAssembly: check a header in the browser before upload, or a file or URL in Node",
+  "type": "module",
+  "main": "./stcheck.js",
+  "types": "./stcheck.d.ts",
+  "exports": { ".": { "types": "./stcheck.d.ts", "default": "./stcheck.js" } },
+  "files": ["stcheck.js", "stcheck.d.ts", "wasm/", "README.md"],
+  "license": "MIT OR Apache-2.0",
+  "sideEffects": false
+}
+JSON
+raw=$(stat -c %s "$out/wasm/stcheck_native_bg.wasm")
+gz=$(gzip -9 -c "$out/wasm/stcheck_native_bg.wasm" | wc -c)
+echo "build.sh: target/js-pkg built in $(( $(date +%s) - t0 )) s; stcheck_native_bg.wasm $raw bytes raw, $gz gzipped"

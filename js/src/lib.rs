@@ -1,0 +1,505 @@
+//! stcheck in JavaScript: the native half of the npm package (`js/`), compiled to WebAssembly.
+//!
+//! A thin face over the core (`stcheck`), the gate's option resolution
+//! (`stcheck_gate::options::RunOptions`, with [`Face::Js`] names) and the printer's records
+//! (`stcheck_print::records`), so a record here is byte for byte the one `stcheck --json`
+//! writes. It reads nothing itself: the JavaScript wrapper (`js/lib/stcheck.js`) reads a
+//! `Blob`, a URL or a `Uint8Array` and feeds the bytes to one [`Stream`], a
+//! `stcheck::Checker`.
+//!
+//! Every function returns a JSON *envelope* string, parsed by the wrapper: `{"record": ...}`
+//! (the record of `stcheck --json`'s `data`), `{"usage": "message"}` (options that do not go
+//! together) or `{"unread": {"reason", "message"}}` (the bytes could not be checked). Nothing
+//! here panics on any input: the module is built with `panic = "abort"`, where a panic would
+//! end the module.
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use stcheck::index::{check_index_with, check_shard_name, ShardOutcome, ShardSource};
+use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
+use stcheck_gate::options::{Face, RunOptions};
+use stcheck_print::records::{self as wire, FileRecord, IndexTail, MissingShardRecord, RemoteCost};
+use wasm_bindgen::prelude::*;
+
+/// The options of the JavaScript API, as its users spell them (camelCase). Options of the
+/// wrapper alone (`onProgress`, `fetch`, `headers`, `chunkSize`, `path`) are taken out
+/// before they get here; any other unknown name is a usage error, not silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct JsOptions {
+    profile: Option<String>,
+    deep: bool,
+    sha256: bool,
+    deny_warnings: bool,
+    deny_nonfinite: bool,
+    deny: Vec<String>,
+    allow: Vec<String>,
+    compare_reference: bool,
+    portable_to: Option<Vec<String>>,
+    refusals_are_errors: bool,
+    max_header_size: Option<u64>,
+    max_warnings_per_rule: Option<usize>,
+    verbose: bool,
+}
+
+/// Options resolved once: the core's configuration and what the record shows.
+#[derive(Debug, Clone)]
+struct Resolved {
+    config: Config,
+    record: wire::Options,
+}
+
+fn resolve(options: &str) -> Result<Resolved, String> {
+    let o: JsOptions = if options.trim().is_empty() {
+        JsOptions::default()
+    } else {
+        serde_json::from_str(options).map_err(|e| format!("options: {e}"))?
+    };
+    let profile = match o.profile.as_deref() {
+        None | Some("strict") => Profile::Strict,
+        Some("reference") => Profile::Reference,
+        Some("portable") => Profile::Portable,
+        Some(other) => {
+            return Err(format!(
+                "profile: {other:?} is not a profile (strict, reference or portable)"
+            ))
+        }
+    };
+    if o.compare_reference || profile == Profile::Reference {
+        return Err(format!(
+            "{}: the reference crate's verdict is left out of the WebAssembly build: compiled \
+             for wasm32 its sizes and offsets are 32-bit (usize), so it rejects files the \
+             64-bit reference loads (8 of the corpus's files, and the messages of 10 more \
+             differ); the stcheck command line and the Python package give it",
+            if o.compare_reference {
+                "compareReference: true"
+            } else {
+                "profile: \"reference\""
+            }
+        ));
+    }
+    let mut run = RunOptions::default();
+    run.face = Face::Js;
+    run.profile = profile;
+    run.deep = o.deep;
+    run.sha256 = o.sha256;
+    run.deny_warnings = o.deny_warnings;
+    run.deny_nonfinite = o.deny_nonfinite;
+    run.deny = o.deny;
+    run.allow = o.allow;
+    run.compare_reference = o.compare_reference;
+    run.portable_to = o.portable_to;
+    run.refusals_are_errors = o.refusals_are_errors;
+    run.max_header_size = o.max_header_size;
+    run.max_warnings_per_rule = o.max_warnings_per_rule;
+    let mut config = run.resolve().map_err(|e| e.0)?;
+    // No threads in a WebAssembly module without shared memory: the deep scan runs on one.
+    config.threads = 1;
+    let record = wire::Options::new(None)
+        .profile(run.effective_profile())
+        .verbose(o.verbose);
+    Ok(Resolved { config, record })
+}
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = Vec::new();
+    match wire::write_json(&mut out, s) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "\"\"".to_owned()),
+        Err(_) => "\"\"".to_owned(),
+    }
+}
+
+fn usage(message: &str) -> String {
+    format!("{{\"usage\":{}}}", json_str(message))
+}
+
+fn unread(reason: &str, message: &str) -> String {
+    format!(
+        "{{\"unread\":{{\"reason\":{},\"message\":{}}}}}",
+        json_str(reason),
+        json_str(message)
+    )
+}
+
+fn unread_error(e: &ReadError) -> String {
+    unread(e.kind().as_str(), &e.to_string())
+}
+
+fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    let mut out = b"{\"record\":".to_vec();
+    match wire::write_json(&mut out, value) {
+        Ok(()) => {
+            out.push(b'}');
+            String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
+        }
+        Err(e) => unread("io", &format!("the record could not be written: {e}")),
+    }
+}
+
+/// A length from JavaScript (a `number`): a non-negative integer up to 2^53.
+fn length(n: f64) -> Option<u64> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if (0.0..=MAX_SAFE).contains(&n) && n.fract() == 0.0 {
+        Some(n as u64)
+    } else {
+        None
+    }
+}
+
+/// The usage error of `options` (JSON), or `""` when they resolve.
+#[wasm_bindgen(js_name = optionsError)]
+pub fn options_error(options: &str) -> String {
+    match resolve(options) {
+        Ok(_) => String::new(),
+        Err(m) => m,
+    }
+}
+
+/// Check `bytes`. With `file_len` (a number, or a negative one for none), `bytes` are the
+/// first bytes of a file of that length (the length field and the header at least; the data
+/// too when the options read it); without it, `bytes` are the whole file.
+#[wasm_bindgen(js_name = checkBytes)]
+pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> String {
+    let r = match resolve(options) {
+        Ok(r) => r,
+        Err(m) => return usage(&m),
+    };
+    if file_len < 0.0 {
+        let checked = Checker::check_slice(&r.config, bytes);
+        return finish_record(Ok(checked), path, &r, None);
+    }
+    let Some(len) = length(file_len) else {
+        return usage("fileLength: not a length in bytes");
+    };
+    if (bytes.len() as u64) > len {
+        return usage(&format!(
+            "fileLength: {len} bytes, fewer than the {} bytes given",
+            bytes.len()
+        ));
+    }
+    let mut s = Stream::start(r, len);
+    s.feed(bytes);
+    if let Some(more) = s.still_wanted() {
+        return unread(
+            "io",
+            &format!(
+                "the {} bytes given end before the check does (it needs {more} more bytes of \
+                 the {len}-byte file)",
+                bytes.len()
+            ),
+        );
+    }
+    s.finish(path)
+}
+
+fn finish_record(
+    checked: Result<Checked<'_>, ReadError>,
+    path: &str,
+    r: &Resolved,
+    remote: Option<(&str, RemoteCost)>,
+) -> String {
+    match checked {
+        Err(e) => unread_error(&e),
+        Ok(c) => {
+            let rec = FileRecord::new(path, &c, r.record);
+            match remote {
+                Some((url, cost)) => record(&rec.with_remote(url, cost)),
+                None => record(&rec),
+            }
+        }
+    }
+}
+
+/// One file fed in order to the core's one checker (`stcheck::Checker`): by a `Blob`'s
+/// slices, a response body's chunks, or bytes at once.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Stream {
+    checker: Option<Checker<'static>>,
+    resolved: Resolved,
+    len: u64,
+}
+
+impl Stream {
+    fn start(resolved: Resolved, len: u64) -> Stream {
+        Stream {
+            checker: Some(Checker::new(&resolved.config).with_len(len)),
+            resolved,
+            len,
+        }
+    }
+
+    /// Bytes still wanted before the file's end: `Some(n)` when the checker wants more and
+    /// the file has them.
+    fn still_wanted(&self) -> Option<u64> {
+        let c = self.checker.as_ref()?;
+        let want = c.wanted()?;
+        let left = self.len.saturating_sub(c.consumed());
+        (left > 0 && want > 0).then_some(want.min(left))
+    }
+
+    fn take_checked(&mut self) -> Result<Checked<'static>, ReadError> {
+        match self.checker.take() {
+            Some(c) => c.try_finish(),
+            None => Err(ReadError::new(
+                ReadErrorKind::Io,
+                "the check was already finished",
+            )),
+        }
+    }
+}
+
+/// Open a stream for a file of `len` bytes under `options` (JSON); `undefined` when the
+/// options or the length are not usable (the wrapper checks both first).
+#[wasm_bindgen(js_name = openStream)]
+pub fn open_stream(options: &str, len: f64) -> Option<Stream> {
+    let resolved = resolve(options).ok()?;
+    Some(Stream::start(resolved, length(len)?))
+}
+
+#[wasm_bindgen]
+impl Stream {
+    /// How many bytes to read next (the rest of the length field, of the header, or of the
+    /// data region plus one byte), or 0 when nothing more is needed.
+    pub fn wanted(&self) -> f64 {
+        self.still_wanted().map_or(0.0, |n| n as f64)
+    }
+
+    /// Feed the next bytes of the file; returns whether more are wanted.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        match self.checker.as_mut() {
+            Some(c) => c.feed(bytes) == Need::More && self.still_wanted().is_some(),
+            None => false,
+        }
+    }
+
+    /// Bytes consumed so far.
+    pub fn consumed(&self) -> f64 {
+        self.checker.as_ref().map_or(0.0, |c| c.consumed() as f64)
+    }
+
+    /// The record of the file, shown as `path` (envelope JSON).
+    pub fn finish(&mut self, path: &str) -> String {
+        let checked = self.take_checked();
+        finish_record(checked, path, &self.resolved, None)
+    }
+
+    /// The record of a file fetched from `url` with `requests` requests that brought `bytes`
+    /// body bytes (envelope JSON), as `stcheck --json URL` writes it.
+    #[wasm_bindgen(js_name = finishRemote)]
+    pub fn finish_remote(&mut self, path: &str, url: &str, requests: u32, bytes: f64) -> String {
+        let checked = self.take_checked();
+        let cost = RemoteCost::new(requests, length(bytes).unwrap_or(0));
+        finish_record(checked, path, &self.resolved, Some((url, cost)))
+    }
+}
+
+/// A sharded set being checked: the index's bytes, and its shards' results as the wrapper
+/// checks them (each through a [`Stream`]), then the set's rules over them
+/// (`stcheck::index`), the same as `stcheck --json` on the index.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct IndexSession {
+    index: Vec<u8>,
+    resolved: Resolved,
+    /// Each shard read: its result, or why it could not be read (a kind and a message).
+    shards: BTreeMap<String, Result<Checked<'static>, (ReadErrorKind, String)>>,
+    listing: Option<Vec<String>>,
+}
+
+/// Open a set: the index's bytes under `options` (JSON); `undefined` when the options do not
+/// resolve (the wrapper checks them first).
+#[wasm_bindgen(js_name = openIndex)]
+pub fn open_index(index: Vec<u8>, options: &str) -> Option<IndexSession> {
+    let resolved = resolve(options).ok()?;
+    Some(IndexSession {
+        index,
+        resolved,
+        shards: BTreeMap::new(),
+        listing: None,
+    })
+}
+
+#[wasm_bindgen]
+impl IndexSession {
+    /// The shard file names the index names, each once, in the index's order, without the
+    /// names that are not plain file names (those are findings, never read): a JSON array.
+    #[wasm_bindgen(js_name = shardNames)]
+    pub fn shard_names(&self) -> String {
+        let mut names: Vec<String> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        stcheck::index::visit_shard_names(&self.index, &self.resolved.config, &mut |name| {
+            if check_shard_name(name).is_ok() && seen.insert(name.to_owned()) {
+                names.push(name.to_owned());
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned())
+    }
+
+    /// A stream for a shard of `len` bytes, under the set's options; `undefined` for a
+    /// length that is not one.
+    #[wasm_bindgen(js_name = openShard)]
+    pub fn open_shard(&self, len: f64) -> Option<Stream> {
+        Some(Stream::start(self.resolved.clone(), length(len)?))
+    }
+
+    /// The shard `name`, checked by `stream` (fed to its end).
+    #[wasm_bindgen(js_name = addShard)]
+    pub fn add_shard(&mut self, name: &str, stream: &mut Stream) {
+        let checked = stream
+            .take_checked()
+            .map_err(|e| (e.kind(), e.message().to_owned()));
+        self.shards.insert(name.to_owned(), checked);
+    }
+
+    /// The shard `name` could not be read, for `reason` (a read-error kind: `not_found` and
+    /// `not_regular` are `INDEX-SHARD-MISSING`, `link_not_followed` is `INDEX-SHARD-LINK`;
+    /// any other makes the set not checked, as the CLI does when a shard's read fails).
+    #[wasm_bindgen(js_name = shardUnreadable)]
+    pub fn shard_unreadable(&mut self, name: &str, reason: &str, message: &str) {
+        let kind = match reason {
+            "not_found" => ReadErrorKind::NotFound,
+            "not_regular" => ReadErrorKind::NotRegular,
+            "link_not_followed" => ReadErrorKind::LinkNotFollowed,
+            "changed" => ReadErrorKind::Changed,
+            "too_large" => ReadErrorKind::TooLarge,
+            _ => ReadErrorKind::Io,
+        };
+        self.shards
+            .insert(name.to_owned(), Err((kind, message.to_owned())));
+    }
+
+    /// The `*.safetensors` names in the index's directory (a JSON array of strings), for
+    /// `INDEX-SHARD-UNLISTED`; without it, the directory is taken to hold the shards read.
+    #[wasm_bindgen(js_name = setListing)]
+    pub fn set_listing(&mut self, names: &str) -> bool {
+        match serde_json::from_str::<Vec<String>>(names) {
+            Ok(v) => {
+                self.listing = Some(v);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The set's record, shown as `path` with its shards under `dir` (envelope JSON).
+    pub fn finish(&self, path: &str, dir: &str) -> String {
+        let mut shards: Vec<u8> = Vec::new();
+        let mut failed: Option<String> = None;
+        let r = &self.resolved;
+        let result = check_index_with(&self.index, self, &r.config, &mut |name, outcome| {
+            if failed.is_some() {
+                return;
+            }
+            if !shards.is_empty() {
+                shards.push(b',');
+            }
+            let shown = format!("{dir}{}", stcheck::escape(name));
+            let written = match outcome {
+                ShardOutcome::Checked(c) => {
+                    wire::write_json(&mut shards, &FileRecord::shard(name, &shown, c, r.record))
+                }
+                ShardOutcome::NotChecked(f) => {
+                    wire::write_json(&mut shards, &MissingShardRecord::new(name, &shown, f))
+                }
+            };
+            if let Err(e) = written {
+                failed = Some(e.to_string());
+            }
+        });
+        if let Some(m) = failed {
+            return unread("io", &m);
+        }
+        let mut out = b"{\"record\":{\"path\":".to_vec();
+        out.extend_from_slice(json_str(path).as_bytes());
+        out.extend_from_slice(b",\"shards\":[");
+        out.extend_from_slice(&shards);
+        out.extend_from_slice(b"],");
+        let tail = match &result {
+            Ok(report) => {
+                wire::write_fields(&mut out, &IndexTail::new(report).profile(r.record.profile))
+            }
+            Err(e) => {
+                out.extend_from_slice(b"\"status\":\"io_error\",\"io_error\":");
+                out.extend_from_slice(json_str(&e.to_string()).as_bytes());
+                out.extend_from_slice(b",\"read_error\":");
+                out.extend_from_slice(json_str(e.kind().as_str()).as_bytes());
+                Ok(())
+            }
+        };
+        if let Err(e) = tail {
+            return unread("io", &e.to_string());
+        }
+        out.extend_from_slice(b"}}");
+        String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
+    }
+}
+
+impl ShardSource for IndexSession {
+    fn list(&self) -> Result<Vec<String>, ReadError> {
+        Ok(match &self.listing {
+            Some(names) => names.clone(),
+            None => self
+                .shards
+                .iter()
+                .filter(|(n, c)| c.is_ok() && n.ends_with(".safetensors"))
+                .map(|(n, _)| n.clone())
+                .collect(),
+        })
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        _config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        match self.shards.get(name) {
+            None => Err(ReadError::new(ReadErrorKind::NotFound, "no such file")),
+            Some(Err((kind, message))) => Err(ReadError::new(*kind, message.clone())),
+            Some(Ok(c)) => {
+                f(c.clone());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The text of `rule` in SPEC.md as JSON (`{"rule", "severity", "kind", "summary",
+/// "statement", "rationale", "section"}`), or `"null"` for an unknown rule ID.
+#[wasm_bindgen]
+pub fn explain(rule: &str) -> String {
+    let Some(rule) = Rule::from_id_any_case(rule.trim()) else {
+        return "null".to_owned();
+    };
+    let Some(t) = stcheck_print::spec::RuleText::of(rule) else {
+        return "null".to_owned();
+    };
+    serde_json::json!({
+        "rule": rule.id(),
+        "severity": rule.severity().as_str(),
+        "kind": rule.kind().as_str(),
+        "summary": t.summary(),
+        "statement": t.statement,
+        "rationale": t.rationale,
+        "section": t.section,
+    })
+    .to_string()
+}
+
+/// The rule IDs of SPEC.md (a JSON array).
+#[wasm_bindgen]
+pub fn rules() -> String {
+    let ids: Vec<&str> = Rule::ALL.iter().map(|r| r.id()).collect();
+    serde_json::to_string(&ids).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// The package's version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_owned()
+}

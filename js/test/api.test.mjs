@@ -1,0 +1,171 @@
+// The package's own behaviour: options resolved by the gate (named as JS users write them),
+// typed errors, rule texts, and bytes that are not enough to check.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+
+import { PKG, corpusBytes } from "./helpers.mjs";
+
+const st = await import(join(PKG, "stcheck.js"));
+
+test("a valid file: its tensors, parameters and dtypes", () => {
+  const r = st.checkHeader(corpusBytes("../examples/model.safetensors"), undefined, { verbose: true });
+  assert.equal(r.status, "valid");
+  assert.equal(r.tensors, 3);
+  assert.equal(r.parameters, 25);
+  assert.deepEqual(r.by_dtype.map((d) => [d.dtype, d.parameters]), [["U8", 16], ["F16", 9]]);
+  assert.equal(r.tensor_list.length, 3);
+  assert.equal(r.error, null);
+});
+
+test("an invalid file: the record's error, and assertValid's typed error", () => {
+  const r = st.checkHeader(corpusBytes("../examples/duplicate-name.safetensors"));
+  assert.equal(r.status, "invalid");
+  assert.equal(r.error.rule, "JSON-DUPLICATE-KEY");
+  assert.equal(r.error.offset, 0x4b);
+  assert.equal(r.error.tensor, "decoder.weight");
+  assert.throws(() => st.assertValid(r), (e) => {
+    assert.ok(e instanceof st.ValidationError);
+    assert.ok(e instanceof st.StcheckError);
+    assert.equal(e.rule, "JSON-DUPLICATE-KEY");
+    assert.equal(e.offset, 0x4b);
+    assert.equal(e.tensor, "decoder.weight");
+    assert.match(e.message, /error JSON-DUPLICATE-KEY: tensor "decoder.weight": duplicate tensor name \(at offset 0x4b\)/);
+    return true;
+  });
+  assert.throws(() => st.checkHeader(corpusBytes("../examples/duplicate-name.safetensors"), { throwOnInvalid: true }), st.ValidationError);
+});
+
+test("options are resolved by the gate and named as JS users write them", () => {
+  const bytes = corpusBytes("../examples/model.safetensors");
+  assert.throws(() => st.checkHeader(bytes, undefined, { allow: ["LAYOUT-ALIGN"], deny: ["layout-align"] }),
+    (e) => e instanceof st.UsageError && e.message === "allow LAYOUT-ALIGN and deny LAYOUT-ALIGN exclude each other");
+  assert.throws(() => st.checkHeader(bytes, undefined, { allow: ["JSON-DUPLICATE-KEY"] }), /errors cannot be allowed/);
+  assert.throws(() => st.checkHeader(bytes, undefined, { deny: ["LAYOUT-ALING"] }), /did you mean LAYOUT-ALIGN/);
+  assert.throws(() => st.checkHeader(bytes, undefined, { profile: "lenient" }), st.UsageError);
+  assert.throws(() => st.checkHeader(bytes, undefined, { profile: "portable", refusalsAreErrors: true, portableTo: ["no-such-reader"] }), /portableTo: unknown reader "no-such-reader"/);
+  assert.throws(() => st.checkHeader(bytes, undefined, { refusalsAreErrors: true }), /refusalsAreErrors: true needs the portable profile/);
+  assert.throws(() => st.checkHeader(bytes, bytes.length - 1), /fileLength: \d+ bytes, fewer than the \d+ bytes given/);
+  assert.throws(() => st.checkHeader(bytes, undefined, { depp: true }), (e) => e instanceof st.UsageError && /unknown field `depp`/.test(e.message));
+  assert.throws(() => st.checkHeader(bytes, -1), st.UsageError);
+  assert.throws(() => st.checkHeader("not bytes"), st.UsageError);
+});
+
+test("deny turns a warning into the error; allow hides it", () => {
+  const bytes = corpusBytes("valid/layout/misaligned-f32.safetensors");
+  const plain = st.checkHeader(bytes);
+  assert.equal(plain.status, "valid");
+  assert.ok(plain.warnings.some((w) => w.rule === "LAYOUT-ALIGN"));
+  const denied = st.checkHeader(bytes, undefined, { deny: ["LAYOUT-ALIGN"] });
+  assert.equal(denied.status, "invalid");
+  assert.equal(denied.error.rule, "LAYOUT-ALIGN");
+  assert.equal(denied.error.promoted_warning, true);
+  const allowed = st.checkHeader(bytes, undefined, { allow: ["LAYOUT-ALIGN"] });
+  assert.equal(allowed.warnings.length, 0);
+});
+
+test("bytes that end before the header does are not checked, never a verdict", () => {
+  const bytes = corpusBytes("../examples/model.safetensors");
+  assert.throws(() => st.checkHeader(bytes.subarray(0, 20), bytes.length), (e) => {
+    assert.ok(e instanceof st.NotCheckedError);
+    assert.match(e.message, /end before the check does/);
+    return true;
+  });
+  // Without a length, the bytes are the whole file: a cut file is invalid.
+  assert.equal(st.checkHeader(bytes.subarray(0, 20)).error.rule, "FRAME-HEADER-BOUNDS");
+  // A deep check given only the header and the length needs the data.
+  assert.throws(() => st.checkHeader(bytes.subarray(0, 8 + 200), bytes.length, { deep: true }), st.NotCheckedError);
+});
+
+test("checkBlob reads only the length field and the header unless deep", async () => {
+  const bytes = corpusBytes("../examples/model.safetensors");
+  const reads = [];
+  class Spy extends Blob {
+    slice(a, b) { reads.push([a, b]); return super.slice(a, b); }
+  }
+  const r = await st.checkBlob(new Spy([bytes]));
+  assert.equal(r.status, "valid");
+  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  assert.deepEqual(reads, [[0, 8], [8, 8 + n]]);
+  reads.length = 0;
+  const d = await st.checkBlob(new Spy([bytes]), { sha256: true });
+  assert.equal(reads.at(-1)[1] >= bytes.length, true);
+  assert.match(d.deep.sha256, /^[0-9a-f]{64}$/);
+});
+
+test("explain gives a rule's SPEC text; rules lists them", () => {
+  const t = st.explain("layout-align");
+  assert.equal(t.rule, "LAYOUT-ALIGN");
+  assert.equal(t.severity, "warning");
+  assert.match(t.section, /^### LAYOUT-ALIGN/);
+  assert.ok(t.summary.length > 10);
+  assert.equal(st.explain("NO-SUCH-RULE"), null);
+  const all = st.rules();
+  assert.ok(all.includes("JSON-DUPLICATE-KEY") && all.includes("INDEX-SHARD-MISSING"));
+  for (const id of all) assert.ok(st.explain(id), `${id} has a SPEC text`);
+});
+
+test("hostile bytes: no input ends the module", () => {
+  let seed = 1;
+  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const base = corpusBytes("../examples/model.safetensors");
+  for (let i = 0; i < 3000; i++) {
+    const b = new Uint8Array(base);
+    for (let k = 0; k < 1 + Math.floor(rand() * 6); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+    const cut = b.subarray(0, Math.floor(rand() * (b.length + 1)));
+    for (const options of [{}, { profile: "portable" }, { sha256: true, denyNonfinite: true }]) {
+      const r = st.checkHeader(cut, undefined, options);
+      assert.ok(r.status === "valid" || r.status === "invalid");
+    }
+  }
+});
+
+test("checkIndex over range sources reads only each shard's length field and header", async () => {
+  const dir = "valid/index/two-shards";
+  const index = corpusBytes(`${dir}/model.safetensors.index.json`);
+  const read = [];
+  const readShard = (name) => {
+    const bytes = corpusBytes(`${dir}/${name}`);
+    return { size: bytes.length, read: (pos, n) => { read.push([name, pos, n]); return bytes.slice(pos, pos + n); } };
+  };
+  const r = await st.checkIndex(index, readShard, { path: `${dir}/model.safetensors.index.json` });
+  assert.equal(r.status, "valid");
+  assert.equal(r.shards.length, 2);
+  for (const name of new Set(read.map((x) => x[0]))) {
+    const bytes = corpusBytes(`${dir}/${name}`);
+    const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+    assert.deepEqual(read.filter((x) => x[0] === name).map((x) => [x[1], x[2]]), [[0, 8], [8, n]], name);
+  }
+});
+
+test("hostile indexes and streamed files: no input ends the module", async () => {
+  let seed = 7;
+  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const dir = "valid/index/two-shards";
+  const base = corpusBytes(`${dir}/model.safetensors.index.json`);
+  const shard = (name) => {
+    try {
+      return corpusBytes(`${dir}/${name}`);
+    } catch {
+      return null;
+    }
+  };
+  const statuses = new Set();
+  for (let i = 0; i < 400; i++) {
+    const b = new Uint8Array(base);
+    for (let k = 0; k < 1 + Math.floor(rand() * 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+    const r = await st.checkIndex(b.subarray(0, Math.floor(rand() * (b.length + 1))), shard, { deep: rand() < 0.5 });
+    statuses.add(r.status);
+  }
+  assert.ok([...statuses].every((x) => x === "valid" || x === "invalid"), [...statuses].join());
+  assert.ok(statuses.has("invalid"));
+  assert.equal((await st.checkIndex(base, shard)).status, "valid");
+  const file = corpusBytes("../examples/model.safetensors");
+  for (let i = 0; i < 300; i++) {
+    const b = new Uint8Array(file);
+    b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+    const r = await st.checkBlob(new Blob([b]), { sha256: true, denyNonfinite: true, chunkSize: 1 + Math.floor(rand() * 64) });
+    assert.ok(r.status === "valid" || r.status === "invalid");
+  }
+});

@@ -1,0 +1,188 @@
+// checkUrl against loopback servers (127.0.0.1 only): the corpus served with and without
+// Range support gives the CLI's records; misbehaving servers give NotCheckedError, never a
+// verdict.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { join } from "node:path";
+
+import { PKG, fileCases, cli, comparable, corpusBytes } from "./helpers.mjs";
+
+const st = await import(join(PKG, "stcheck.js"));
+
+/** Behaviours of the test server, chosen by the first path segment. */
+const MODES = {
+  // Honest servers.
+  range: (req, res, bytes) => serveRange(req, res, bytes),
+  norange: (req, res, bytes) => {
+    res.writeHead(200, { "content-length": bytes.length });
+    res.end(bytes);
+  },
+  // Misbehaving ones.
+  missing: (req, res) => { res.writeHead(404); res.end("no"); },
+  error: (req, res) => { res.writeHead(500); res.end(); },
+  short: (req, res, bytes) => {
+    // Announces the range it was asked for, then closes the connection early.
+    const [a, b] = askedRange(req, bytes);
+    res.writeHead(206, { "content-range": `bytes ${a}-${b}/${bytes.length}`, "content-length": b - a + 1 });
+    res.write(bytes.subarray(a, a + Math.max(1, Math.floor((b - a + 1) / 2))));
+    res.socket.destroy();
+  },
+  shrinks: (req, res, bytes) => {
+    // The second request sees a file of another length.
+    const [a, b] = askedRange(req, bytes);
+    const total = a === 0 ? bytes.length : bytes.length + 10;
+    res.writeHead(206, { "content-range": `bytes ${a}-${b}/${total}`, "content-length": b - a + 1 });
+    res.end(bytes.subarray(a, b + 1));
+  },
+  wrongstart: (req, res, bytes) => {
+    const [a, b] = askedRange(req, bytes);
+    const s = a === 0 ? 0 : a - 1;
+    res.writeHead(206, { "content-range": `bytes ${s}-${b}/${bytes.length}`, "content-length": b - s + 1 });
+    res.end(bytes.subarray(s, b + 1));
+  },
+  nocontentrange: (req, res, bytes) => {
+    const [a, b] = askedRange(req, bytes);
+    res.writeHead(206, { "content-length": b - a + 1 });
+    res.end(bytes.subarray(a, b + 1));
+  },
+  gzip: (req, res, bytes) => {
+    res.writeHead(200, { "content-length": bytes.length, "content-encoding": "br" });
+    res.end(bytes);
+  },
+  nolength: (req, res, bytes) => {
+    res.writeHead(200, { "transfer-encoding": "chunked" });
+    res.end(bytes);
+  },
+  trickle: (req, res, bytes) => {
+    // Ranges of 3 bytes whatever is asked: bounded by the number of range requests.
+    const [a] = askedRange(req, bytes);
+    const b = Math.min(a + 2, bytes.length - 1);
+    res.writeHead(206, { "content-range": `bytes ${a}-${b}/${bytes.length}`, "content-length": b - a + 1 });
+    res.end(bytes.subarray(a, b + 1));
+  },
+};
+
+function askedRange(req, bytes) {
+  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+  if (!m) return [0, bytes.length - 1];
+  return [Number(m[1]), Math.min(Number(m[2]), bytes.length - 1)];
+}
+
+function serveRange(req, res, bytes) {
+  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+  if (!m) {
+    res.writeHead(200, { "content-length": bytes.length });
+    return res.end(bytes);
+  }
+  const a = Number(m[1]);
+  if (a >= bytes.length) {
+    res.writeHead(416, { "content-range": `bytes */${bytes.length}` });
+    return res.end();
+  }
+  const b = Math.min(Number(m[2]), bytes.length - 1);
+  res.writeHead(206, { "content-range": `bytes ${a}-${b}/${bytes.length}`, "content-length": b - a + 1 });
+  res.end(bytes.subarray(a, b + 1));
+}
+
+let server;
+let base;
+const log = [];
+
+before(async () => {
+  server = createServer((req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    const [, mode, ...rest] = url.pathname.split("/");
+    const path = decodeURIComponent(rest.join("/"));
+    log.push({ mode, path, range: req.headers.range ?? null });
+    let bytes;
+    try {
+      bytes = corpusBytes(path);
+    } catch {
+      res.writeHead(404);
+      return res.end();
+    }
+    (MODES[mode] ?? MODES.missing)(req, res, bytes);
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(async () => {
+  server.closeAllConnections?.();
+  await new Promise((ok) => server.close(ok));
+});
+
+const url = (mode, path) => `${base}/${mode}/${path.split("/").map(encodeURIComponent).join("/")}`;
+
+test("the corpus over HTTP with Range: the CLI's records, in one or two requests", { timeout: 120_000 }, async () => {
+  const oracle = cli([], fileCases.map((c) => c.path));
+  for (const c of fileCases) {
+    log.length = 0;
+    const got = await st.checkUrl(url("range", c.path));
+    assert.deepEqual(comparable(got), comparable(oracle.get(c.path)), c.path);
+    assert.equal(got.url, url("range", c.path));
+    assert.ok(got.cost.requests >= 1 && got.cost.requests <= 2, `${c.path}: ${got.cost.requests} requests`);
+    assert.equal(got.cost.requests, log.length);
+    assert.ok(log.every((l) => l.range !== null));
+  }
+});
+
+test("deep checks over HTTP stream the data: stcheck --deep --sha256", { timeout: 120_000 }, async () => {
+  const oracle = cli(["--deep", "--sha256"], fileCases.map((c) => c.path));
+  for (const c of fileCases) {
+    for (const mode of ["range", "norange"]) {
+      const got = await st.checkUrl(url(mode, c.path), { deep: true, sha256: true, firstFetch: 100 });
+      assert.deepEqual(comparable(got), comparable(oracle.get(c.path)), `${mode} ${c.path}`);
+    }
+  }
+});
+
+test("a server without Range: the body is read as far as the header, in one request", { timeout: 120_000 }, async () => {
+  const oracle = cli([], fileCases.map((c) => c.path));
+  for (const c of fileCases) {
+    log.length = 0;
+    const got = await st.checkUrl(url("norange", c.path));
+    assert.deepEqual(comparable(got), comparable(oracle.get(c.path)), c.path);
+    assert.equal(got.cost.requests, 1, c.path);
+  }
+});
+
+test("misbehaving servers: not checked, with the reason", { timeout: 60_000 }, async () => {
+  const path = "valid/layout/mixed-aligned.safetensors";
+  const big = fileCases.find((c) => corpusBytes(c.path).length > 4096 && c.verdict === "accept").path;
+  const cases = [
+    ["missing", path, {}, /unexpected HTTP 404/],
+    ["error", path, {}, /unexpected HTTP 500/],
+    ["short", big, { firstFetch: 4096 }, /body ended|request failed|terminated/],
+    ["shrinks", path, { firstFetch: 16 }, /the file changed/],
+    ["wrongstart", path, { firstFetch: 16 }, /a range we did not ask for/],
+    ["nocontentrange", path, {}, /without a valid Content-Range/],
+    ["gzip", path, {}, /Content-Encoding br/],
+    ["nolength", path, {}, /did not say how long the file is/],
+    ["trickle", path, { firstFetch: 3 }, /ranges are too short/],
+  ];
+  for (const [mode, p, options, message] of cases) {
+    await assert.rejects(st.checkUrl(url(mode, p), options), (e) => {
+      assert.ok(e instanceof st.NotCheckedError, `${mode}: ${e}`);
+      assert.match(e.message, message, mode);
+      return true;
+    }, mode);
+  }
+  // Nothing listens here: the request fails, not checked.
+  await assert.rejects(st.checkUrl("http://127.0.0.1:9/x.safetensors"), st.NotCheckedError);
+});
+
+test("a custom fetch and headers are used", async () => {
+  const path = "valid/layout/mixed-aligned.safetensors";
+  const seen = [];
+  const myFetch = (u, init) => {
+    seen.push(new Headers(init.headers).get("x-token"));
+    return fetch(u, init);
+  };
+  const r = await st.checkUrl(url("range", path), { fetch: myFetch, headers: { "x-token": "t1" } });
+  assert.equal(r.status, "valid");
+  assert.ok(seen.length >= 1 && seen.every((t) => t === "t1"));
+});
