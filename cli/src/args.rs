@@ -14,13 +14,16 @@ Usage: stcheck [OPTIONS] PATH...
        stcheck --explain RULE
 
 Each PATH is a file, a directory (walked recursively for *.safetensors and
-*.safetensors.index.json files), '-' for one file on standard input, or a URL
-(http://, https://, or hf://ORG/REPO[@REVISION]/FILE for the Hugging Face hub;
-HF_ENDPOINT sets its host, HF_TOKEN is sent to it only). A URL is checked
-without downloading it: range requests for the header, the file's length from
-the server; --deep and --sha256 stream the body once. A
-*.safetensors.index.json file or URL is checked together with the shards it
-names.
+*.safetensors.index.json files, names in any case), '-' for one file on
+standard input, or a URL (http://, https://, or hf://ORG/REPO[@REVISION]/FILE
+for the Hugging Face hub; HF_ENDPOINT sets its host, HF_TOKEN is sent to it
+only). hf://ORG/REPO[@REVISION] (or hf://datasets/ORG/REPO...) checks a whole
+repository: its files are listed at the commit the revision names, and checked
+as a directory's would be. A URL is checked without downloading it: range
+requests for the header, the file's length from the server; --deep and
+--sha256 stream the body once, and --sha256 compares the hash with the one the
+hub publishes (INTEGRITY-SHA256). A *.safetensors.index.json file or URL is
+checked together with the shards it names.
 
 Output (stdout, text): one line per file, then a summary line:
   path: ok (3 tensors, 25 parameters; U8 16, F16 9)
@@ -77,6 +80,10 @@ Options:
                                still never walked
       --allow-empty            accept a directory PATH with no *.safetensors or
                                *.safetensors.index.json file in it
+      --allow-other-formats    accept weight files of other formats (pickle .bin/.pt/
+                               .pth/.ckpt/.pkl, GGUF, .h5, .msgpack, .onnx, ...) found
+                               in a directory PATH or an hf:// repository; by default
+                               each is reported as not checked (exit 2)
       --profile strict|reference|portable
                                strict (default): the rules of SPEC.md;
                                reference: the verdict of the safetensors 0.8.0 crate;
@@ -286,6 +293,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--stream" => stream = true,
             "--follow-links" => run.follow_links = true,
             "--allow-empty" => run.allow_empty = true,
+            "--allow-other-formats" => run.allow_other_formats = true,
             "--compare-reference" => run.compare_reference = true,
             "--deny-warnings" => run.deny_warnings = true,
             "--deep" => run.deep = true,

@@ -326,7 +326,7 @@ fn target_text(target: &Target) -> String {
         | Target::Index(p, _)
         | Target::NotChecked(p, _)
         | Target::WalkError(p, _) => stcheck_gate::fs::display_path(p),
-        Target::Url(url) => stcheck_gate::target::shown_url(url),
+        Target::Url(url) | Target::UrlNotChecked(url, _) => stcheck_gate::target::shown_url(url),
         Target::Stdin => "<stdin>".to_owned(),
     }
 }
@@ -344,12 +344,7 @@ fn exit_code(t: &Summary) -> u8 {
 fn run(o: &Options) -> u8 {
     let started = Instant::now();
     let gate = &o.gate;
-    let targets = stcheck_gate::walk::expand(
-        &o.paths,
-        gate.options().link_policy(),
-        gate.options().allow_empty,
-        gate.options().name(stcheck_gate::options::Opt::AllowEmpty),
-    );
+    let targets = stcheck_gate::walk::expand_for(&o.paths, gate.options());
     let by_bytes = gate.config().reads_data() && o.progress != ProgressMode::Never;
     let plan = gate.plan(targets, by_bytes);
     let targets = &plan.targets;

@@ -23,7 +23,7 @@ pub mod target;
 pub mod walk;
 
 pub use run::{
-    read_index, shown_path, target_of, Cost, Done, Gate, Place, Plan, Shown, Sink, Status,
+    read_index, shown_path, target_of, Cost, Done, Gate, HubInfo, Place, Plan, Shown, Sink, Status,
     Unchecked, Via,
 };
 pub use walk::Target;

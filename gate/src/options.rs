@@ -50,6 +50,8 @@ pub enum Opt {
     MaxWarningsPerRule,
     /// `--timeout` / `timeout=`.
     Timeout,
+    /// `--allow-other-formats` / `allow_other_formats=True`.
+    AllowOtherFormats,
 }
 
 impl Face {
@@ -70,6 +72,7 @@ impl Face {
             (Face::Cli, MaxHeaderSize) => "--max-header-size",
             (Face::Cli, MaxWarningsPerRule) => "--max-warnings-per-rule",
             (Face::Cli, Timeout) => "--timeout",
+            (Face::Cli, AllowOtherFormats) => "--allow-other-formats",
             (Face::Python, Deny) => "deny=",
             (Face::Python, Allow) => "allow=",
             (Face::Python, Deep) => "deep=True",
@@ -83,6 +86,7 @@ impl Face {
             (Face::Python, MaxHeaderSize) => "max_header_size=",
             (Face::Python, MaxWarningsPerRule) => "max_warnings_per_rule=",
             (Face::Python, Timeout) => "timeout=",
+            (Face::Python, AllowOtherFormats) => "allow_other_formats=True",
         }
     }
 }
@@ -135,6 +139,10 @@ pub struct RunOptions {
     pub follow_links: bool,
     /// A directory with nothing to check is not a failure.
     pub allow_empty: bool,
+    /// Files of other weight formats (pickle `.bin`/`.pt`, GGUF, ...) found by a walk or in a
+    /// repository are accepted unseen instead of reported as not checked
+    /// (`--allow-other-formats`).
+    pub allow_other_formats: bool,
     /// The deadline of each URL (a file with its data, or a set with all its shards).
     pub timeout: Option<Duration>,
     /// Extra request headers for URLs (`NAME`, `VALUE`), sent only to the URL's own host.

@@ -20,8 +20,13 @@ pub enum Target {
     Index(PathBuf, Option<PathBuf>),
     /// Standard input.
     Stdin,
-    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`).
+    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`). A whole
+    /// repository on the hub (`hf://org/repo[@revision]`) is listed by [`crate::Gate::plan`]
+    /// into the targets of its files.
     Url(String),
+    /// An address that is not checked: a repository whose files could not be listed, or a
+    /// file of a repository in another weight format than safetensors.
+    UrlNotChecked(String, stcheck::ReadError),
     /// A path that looks like a checkpoint (or a directory that could hold one, or a
     /// directory with nothing to check) that is not checked: a failure of the run.
     NotChecked(PathBuf, stcheck::ReadError),
@@ -39,14 +44,34 @@ enum Named {
     Special(PathBuf, FileKind),
 }
 
+/// Expand the command-line paths into targets as a run's options say: links, empty
+/// directories, files of other weight formats (each face's option names in the messages).
+pub fn expand_for(paths: &[OsString], options: &crate::options::RunOptions) -> Vec<Target> {
+    use crate::options::Opt;
+    let walker = Walker::new(options.link_policy())
+        .allow_empty(options.allow_empty)
+        .empty_option_name(options.name(Opt::AllowEmpty))
+        .allow_other_formats(options.allow_other_formats)
+        .other_formats_option_name(options.name(Opt::AllowOtherFormats));
+    expand_with(paths, walker)
+}
+
 /// Expand the command-line paths into targets: links judged by `links`, and a directory with
-/// nothing to check not checked unless `allow_empty` (whose option is named `empty_option`).
+/// nothing to check not checked unless `allow_empty` (whose option is named `empty_option`);
+/// files of other weight formats found in a directory are reported (see [`expand_for`]).
 pub fn expand(
     paths: &[OsString],
     links: LinkPolicy,
     allow_empty: bool,
     empty_option: &'static str,
 ) -> Vec<Target> {
+    let walker = Walker::new(links)
+        .allow_empty(allow_empty)
+        .empty_option_name(empty_option);
+    expand_with(paths, walker)
+}
+
+fn expand_with(paths: &[OsString], mut walker: Walker) -> Vec<Target> {
     let named: Vec<Named> = paths
         .iter()
         .map(|p| {
@@ -64,9 +89,6 @@ pub fn expand(
             }
         })
         .collect();
-    let mut walker = Walker::new(links)
-        .allow_empty(allow_empty)
-        .empty_option_name(empty_option);
     for n in &named {
         if let Named::Dir(d) = n {
             walker.declare_root(d);

@@ -403,6 +403,27 @@ pub use stcheck_gate::Cost as RemoteCost;
 struct RemoteInfo<'a> {
     resolved: &'a str,
     cost: RemoteCost,
+    hub: Option<&'a stcheck_gate::HubInfo>,
+}
+
+impl RemoteInfo<'_> {
+    /// `url`, `cost`, and what the hub said: `commit`, `etag`, `lfs_sha256` where it said it.
+    fn write<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        m.serialize_entry("url", self.resolved)?;
+        m.serialize_entry("cost", &self.cost)?;
+        if let Some(h) = self.hub {
+            if let Some(c) = &h.commit {
+                m.serialize_entry("commit", c)?;
+            }
+            if let Some(e) = &h.etag {
+                m.serialize_entry("etag", e)?;
+            }
+            if let Some(x) = &h.lfs_sha256 {
+                m.serialize_entry("lfs_sha256", x)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<'a> FileRecord<'a> {
@@ -419,7 +440,19 @@ impl<'a> FileRecord<'a> {
 
     /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
     pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
-        self.remote = Some(RemoteInfo { resolved, cost });
+        self.remote = Some(RemoteInfo {
+            resolved,
+            cost,
+            hub: None,
+        });
+        self
+    }
+
+    /// What the server said about the file (after [`FileRecord::with_remote`]).
+    pub fn with_hub(mut self, hub: &'a stcheck_gate::HubInfo) -> Self {
+        if let Some(r) = &mut self.remote {
+            r.hub = Some(hub);
+        }
         self
     }
 
@@ -453,8 +486,7 @@ impl Serialize for FileRecord<'_> {
         m.serialize_entry("profile", &o.profile)?;
         m.serialize_entry("mode", &o.mode_name())?;
         if let Some(r) = self.remote {
-            m.serialize_entry("url", r.resolved)?;
-            m.serialize_entry("cost", &r.cost)?;
+            r.write(&mut m)?;
         }
         m.serialize_entry("size", &c.file_len)?;
         let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
@@ -776,7 +808,19 @@ impl<'a> IndexTail<'a> {
 
     /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
     pub fn with_remote(mut self, resolved: &'a str, cost: RemoteCost) -> Self {
-        self.remote = Some(RemoteInfo { resolved, cost });
+        self.remote = Some(RemoteInfo {
+            resolved,
+            cost,
+            hub: None,
+        });
+        self
+    }
+
+    /// What the server said about the index (after [`IndexTail::with_remote`]).
+    pub fn with_hub(mut self, hub: &'a stcheck_gate::HubInfo) -> Self {
+        if let Some(r) = &mut self.remote {
+            r.hub = Some(hub);
+        }
         self
     }
 
@@ -815,8 +859,7 @@ impl Serialize for IndexTail<'_> {
             m.serialize_entry("portable", &PortableRecord(p))?;
         }
         if let Some(remote) = self.remote {
-            m.serialize_entry("url", remote.resolved)?;
-            m.serialize_entry("cost", &remote.cost)?;
+            remote.write(&mut m)?;
         }
         m.end()
     }

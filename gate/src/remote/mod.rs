@@ -61,6 +61,7 @@
 mod address;
 mod fetch;
 mod http;
+mod hub;
 mod shards;
 mod verdict;
 
@@ -74,6 +75,7 @@ use stcheck::Config;
 
 use address::{HfAddress, Origin, Url};
 use http::{Deadline, Session};
+pub use hub::{HubInfo, Listing, RepoFile, MAX_ENTRIES, MAX_PAGES, MAX_PAGE_BYTES};
 
 /// The Hugging Face endpoint used when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
@@ -96,6 +98,20 @@ const RESERVED_HEADERS: &[&str] = &[
 /// Bytes a header value may hold as text: printable ASCII, space and tab.
 fn header_value_byte(b: u8) -> bool {
     b == b'\t' || (b' '..=b'~').contains(&b)
+}
+
+/// The `hf://` address of `path` in the repository of `address` at `commit`.
+pub(crate) fn file_at(address: &str, commit: &str, path: &str) -> Option<String> {
+    HfAddress::parse(address)
+        .ok()
+        .map(|a| a.file_at(commit, path))
+}
+
+/// The revision of an `hf://` address.
+pub(crate) fn revision_of(address: &str) -> Option<String> {
+    HfAddress::parse(address)
+        .ok()
+        .map(|a| a.revision().to_owned())
 }
 
 /// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
@@ -380,8 +396,9 @@ impl RemoteError {
 }
 
 impl fmt::Display for RemoteError {
+    /// The message (a printer adds its own "not checked:" or "could not check:").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "could not check: {}", self.message)
+        f.write_str(&self.message)
     }
 }
 
@@ -426,6 +443,20 @@ pub struct UrlCheck {
     pub outcome: Result<Found, RemoteError>,
     /// Requests and bytes, over the index and its shards for an index.
     pub cost: Cost,
+    /// What the hub said about the file (or the index): its commit, ETag, SHA-256.
+    pub hub: HubInfo,
+}
+
+/// What a repository's listing tells the check of one of its files or sets.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Known {
+    /// The `*.safetensors` files in an index's directory (by file name), for
+    /// `INDEX-SHARD-UNLISTED`; `None`: not known (a server lists no directory).
+    pub listed: Option<Vec<String>>,
+    /// The SHA-256 (hex) the listing publishes for files of the address's directory, by file
+    /// name: compared with the file's own with `sha256`.
+    pub sha256: std::collections::HashMap<String, String>,
 }
 
 /// A client that checks files by URL. Cheap to share between threads (`&Remote` is `Sync`).
@@ -525,6 +556,18 @@ impl Remote {
         depth: Depth,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
     ) -> UrlCheck {
+        self.check_known(address, config, depth, &Known::default(), on_shard)
+    }
+
+    /// [`Remote::check_with`], with what a repository's listing says about the address.
+    pub fn check_known(
+        &self,
+        address: &str,
+        config: &Config,
+        depth: Depth,
+        known: &Known,
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+    ) -> UrlCheck {
         let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {
             Ok(u) => u,
@@ -534,6 +577,7 @@ impl Remote {
                     resolved: None,
                     outcome: Err(e),
                     cost: Cost::default(),
+                    hub: HubInfo::default(),
                 }
             }
         };
@@ -550,9 +594,11 @@ impl Remote {
             Deadline::after(depth.timeout(&self.options), what),
         );
         let outcome = if is_index {
-            fetch::check_index(self, &mut session, &url, config, depth, on_shard)
+            fetch::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {
-            fetch::check_file(&mut session, &url, config, depth).map(|f| Found::File(Box::new(f)))
+            let published = known.sha256.get(&url.file_name()).map(String::as_str);
+            fetch::check_file(&mut session, &url, config, depth, published)
+                .map(|f| Found::File(Box::new(f)))
         };
         let outcome = outcome.map_err(|e| RemoteError {
             message: self.options.scrub(&e.message),
@@ -563,7 +609,20 @@ impl Remote {
             resolved: Some(url.shown()),
             outcome,
             cost: session.cost,
+            hub: session.hub,
         }
+    }
+
+    /// The bytes of the index at `address` (at most one byte past `config`'s header limit),
+    /// for a caller that needs the names of its shards.
+    pub fn fetch_index(&self, address: &str, config: &Config) -> Result<Vec<u8>, RemoteError> {
+        let url = self.resolve(address)?;
+        let deadline = Deadline::after(Some(self.options.total_timeout), Deadline::FILE);
+        let mut session = Session::new(self, &url, deadline);
+        fetch::fetch_index_bytes(&mut session, &url, config).map_err(|e| RemoteError {
+            message: self.options.scrub(&e.message),
+            ..e
+        })
     }
 
     fn resolve(&self, address: &str) -> Result<Url, RemoteError> {
@@ -573,6 +632,13 @@ impl Remote {
             .is_some_and(|p| p.eq_ignore_ascii_case("hf://"))
         {
             let hf = HfAddress::parse(address).map_err(bad)?;
+            if hf.is_repository() {
+                return Err(bad(
+                    "the address names a whole repository: its files are listed by the run \
+                     (Gate::targets), not checked as one file"
+                        .into(),
+                ));
+            }
             hf.resolve_url(&self.hf_endpoint).map_err(bad)
         } else {
             Url::parse(address).map_err(bad)
