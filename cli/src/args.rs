@@ -80,6 +80,15 @@ Options:
                                still never walked
       --allow-empty            accept a directory PATH with no *.safetensors or
                                *.safetensors.index.json file in it
+      --exclude GLOB           leave out paths below a directory PATH that match GLOB
+                               (repeatable; gitignore-style: a GLOB without '/' matches
+                               a name at any depth, one with '/' the path from PATH;
+                               '*', '?', '[a-z]', '**'; a trailing '/' matches
+                               directories only; an excluded directory is not walked)
+      --with-sets              a *.safetensors FILE named is checked with the sharded
+                               sets of its directory: each *.safetensors.index.json
+                               there is checked too, with its shards (the pre-commit
+                               hooks pass it: a commit of one shard checks its set)
       --allow-other-formats    accept weight files of other formats (pickle .bin/.pt/
                                .pth/.ckpt/.pkl, GGUF, .h5, .msgpack, .onnx, ...) found
                                in a directory PATH or an hf:// repository; by default
@@ -294,6 +303,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--follow-links" => run.follow_links = true,
             "--allow-empty" => run.allow_empty = true,
             "--allow-other-formats" => run.allow_other_formats = true,
+            "--with-sets" => run.with_sets = true,
+            "--exclude" => run.exclude.push(value("a glob")?),
             "--compare-reference" => run.compare_reference = true,
             "--deny-warnings" => run.deny_warnings = true,
             "--deep" => run.deep = true,

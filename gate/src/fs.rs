@@ -682,6 +682,7 @@ pub struct Walker {
     empty_option: Option<&'static str>,
     allow_other_formats: bool,
     other_formats_option: Option<&'static str>,
+    exclude: Vec<crate::glob::Glob>,
     roots: Vec<Root>,
     walked: HashSet<FileId>,
 }
@@ -722,6 +723,28 @@ impl Walker {
     pub fn other_formats_option_name(mut self, name: &'static str) -> Self {
         self.other_formats_option = Some(name);
         self
+    }
+
+    /// Leave out the paths below a root that match one of `globs` (`--exclude`): an
+    /// excluded directory is not walked, an excluded file not reported.
+    pub fn exclude(mut self, globs: Vec<crate::glob::Glob>) -> Self {
+        self.exclude = globs;
+        self
+    }
+
+    /// Whether `path` (below the root `root`) is excluded.
+    fn excluded(&self, root: &Path, path: &Path, is_dir: bool) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            return false;
+        };
+        let segments: Vec<&[u8]> = rel
+            .components()
+            .map(|c| c.as_os_str().as_encoded_bytes())
+            .collect();
+        self.exclude.iter().any(|g| g.matches(&segments, is_dir))
     }
 
     /// The option named in the message about an empty root (default `--allow-empty`).
@@ -790,6 +813,9 @@ impl Walker {
                 }
             };
             let kind = checkpoint_kind(&name);
+            if self.excluded(dir, &path, ty.is_dir()) {
+                continue;
+            }
             match FileKind::of(ty) {
                 FileKind::Directory => self.subdirectory(path, &mut stack, &mut out),
                 FileKind::Regular if kind.is_none() => {

@@ -52,6 +52,8 @@ pub enum Opt {
     Timeout,
     /// `--allow-other-formats` / `allow_other_formats=True`.
     AllowOtherFormats,
+    /// `--exclude` / `exclude=`.
+    Exclude,
 }
 
 impl Face {
@@ -73,6 +75,7 @@ impl Face {
             (Face::Cli, MaxWarningsPerRule) => "--max-warnings-per-rule",
             (Face::Cli, Timeout) => "--timeout",
             (Face::Cli, AllowOtherFormats) => "--allow-other-formats",
+            (Face::Cli, Exclude) => "--exclude",
             (Face::Python, Deny) => "deny=",
             (Face::Python, Allow) => "allow=",
             (Face::Python, Deep) => "deep=True",
@@ -87,6 +90,7 @@ impl Face {
             (Face::Python, MaxWarningsPerRule) => "max_warnings_per_rule=",
             (Face::Python, Timeout) => "timeout=",
             (Face::Python, AllowOtherFormats) => "allow_other_formats=True",
+            (Face::Python, Exclude) => "exclude=",
         }
     }
 }
@@ -143,6 +147,13 @@ pub struct RunOptions {
     /// repository are accepted unseen instead of reported as not checked
     /// (`--allow-other-formats`).
     pub allow_other_formats: bool,
+    /// Paths a walk leaves out: gitignore-style globs (`--exclude`, see [`crate::glob`]),
+    /// matched against the path below the directory named.
+    pub exclude: Vec<String>,
+    /// A `*.safetensors` file named (not found by a walk) is checked with the sharded sets of
+    /// its directory: every `*.safetensors.index.json` there is checked too (`--with-sets`,
+    /// for pre-commit hooks, which pass only the staged files).
+    pub with_sets: bool,
     /// The deadline of each URL (a file with its data, or a set with all its shards).
     pub timeout: Option<Duration>,
     /// Extra request headers for URLs (`NAME`, `VALUE`), sent only to the URL's own host.
@@ -260,6 +271,7 @@ impl RunOptions {
                 n(Opt::DenyNonfinite)
             ));
         }
+        self.exclude_globs()?;
         if let Some(t) = self.timeout {
             if t.is_zero() {
                 return err(format!(
@@ -269,6 +281,17 @@ impl RunOptions {
             }
         }
         Ok(config)
+    }
+
+    /// The compiled `--exclude` patterns, or the first that cannot be used.
+    pub fn exclude_globs(&self) -> Result<Vec<crate::glob::Glob>, UsageError> {
+        self.exclude
+            .iter()
+            .map(|p| {
+                crate::glob::Glob::new(p)
+                    .map_err(|e| UsageError(format!("{}: {e}", self.name(Opt::Exclude))))
+            })
+            .collect()
     }
 
     /// The profile that decides: the portable one when readers are named.

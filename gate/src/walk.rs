@@ -52,8 +52,70 @@ pub fn expand_for(paths: &[OsString], options: &crate::options::RunOptions) -> V
         .allow_empty(options.allow_empty)
         .empty_option_name(options.name(Opt::AllowEmpty))
         .allow_other_formats(options.allow_other_formats)
-        .other_formats_option_name(options.name(Opt::AllowOtherFormats));
-    expand_with(paths, walker)
+        .other_formats_option_name(options.name(Opt::AllowOtherFormats))
+        // Validated by RunOptions::resolve; a pattern that does not compile excludes nothing
+        // (checking more, never less).
+        .exclude(options.exclude_globs().unwrap_or_default());
+    let targets = expand_with(paths, walker);
+    if options.with_sets {
+        with_sets(targets)
+    } else {
+        targets
+    }
+}
+
+/// The targets, each named `*.safetensors` file followed (once) by the indexes of its
+/// directory that are not targets already. The shards an index names are then left to it
+/// by the plan ([`crate::Gate::plan`]).
+fn with_sets(targets: Vec<Target>) -> Vec<Target> {
+    use std::collections::HashSet;
+    let mut seen: HashSet<PathBuf> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Index(p, _) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut dirs_done: HashSet<PathBuf> = HashSet::new();
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        let dir = match &t {
+            Target::File(p) => Some(match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            }),
+            _ => None,
+        };
+        let prefix_dot =
+            matches!(&t, Target::File(p) if p.parent().is_some_and(|d| d.as_os_str().is_empty()));
+        out.push(t);
+        let Some(dir) = dir else { continue };
+        if !dirs_done.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut indexes: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| checkpoint_kind(&e.file_name()) == Some(Checkpoint::Index))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| {
+                if prefix_dot {
+                    PathBuf::from(e.file_name())
+                } else {
+                    dir.join(e.file_name())
+                }
+            })
+            .collect();
+        indexes.sort();
+        for index in indexes {
+            if seen.insert(index.clone()) {
+                out.push(Target::Index(index, None));
+            }
+        }
+    }
+    out
 }
 
 /// Expand the command-line paths into targets: links judged by `links`, and a directory with
