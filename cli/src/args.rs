@@ -66,6 +66,11 @@ Options:
                                else by files; never on stdout)
   -j, --jobs N                 check N files in parallel (default: the number of cores);
                                output keeps the input order
+      --url-jobs N             check N URLs in parallel (default 8: a URL waits on the
+                               network, not the CPU; --jobs still caps the local files)
+      --max-requests N         send at most N HTTP requests in the whole run (redirects
+                               and retries included; default 1000000); a URL past the
+                               budget is not checked (exit 2)
       --mmap                   memory-map files instead of reading them: no faster here,
                                and a file truncated while it is checked kills the process
                                with SIGBUS; only for files nobody else can write
@@ -249,6 +254,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         let takes_value = matches!(
             name,
             "-j" | "--jobs"
+                | "--url-jobs"
+                | "--max-requests"
+                | "--exclude"
                 | "--profile"
                 | "--portable-to"
                 | "--max-header-size"
@@ -304,6 +312,24 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--allow-empty" => run.allow_empty = true,
             "--allow-other-formats" => run.allow_other_formats = true,
             "--with-sets" => run.with_sets = true,
+            "--url-jobs" => {
+                let v = value("a number of jobs")?;
+                run.url_jobs = match v.parse::<usize>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!("--url-jobs: {v:?} is not a positive integer"))
+                    }
+                    Ok(n) => Some(n),
+                };
+            }
+            "--max-requests" => {
+                let v = value("a number of requests")?;
+                run.max_requests = match v.parse::<u64>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!("--max-requests: {v:?} is not a positive integer"))
+                    }
+                    Ok(n) => Some(n),
+                };
+            }
             "--exclude" => run.exclude.push(value("a glob")?),
             "--compare-reference" => run.compare_reference = true,
             "--deny-warnings" => run.deny_warnings = true,

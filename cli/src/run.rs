@@ -287,6 +287,42 @@ impl Sink for InTurn<'_> {
     }
 }
 
+/// A counting semaphore: at most `n` jobs of one kind at once.
+struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// A slot taken, given back when dropped.
+struct Slot<'s>(&'s Slots);
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|p| p.into_inner());
+        *free += 1;
+        drop(free);
+        self.0.freed.notify_one();
+    }
+}
+
 /// What every job shares.
 struct Run<'r> {
     o: &'r Options,
@@ -348,7 +384,21 @@ fn run(o: &Options) -> u8 {
     let by_bytes = gate.config().reads_data() && o.progress != ProgressMode::Never;
     let plan = gate.plan(targets, by_bytes);
     let targets = &plan.targets;
-    let workers = o.jobs.min(targets.len()).max(1);
+    // URL targets wait on the network, not the CPU: they have a bound of their own
+    // (--url-jobs, default 8), and --jobs still caps the files checked here at once.
+    let is_url = |t: &Target| matches!(t, Target::Url(_));
+    let url_jobs = gate.options().url_jobs();
+    let workers = if targets.iter().any(is_url) {
+        o.jobs.max(url_jobs)
+    } else {
+        o.jobs
+    };
+    let workers = workers.min(targets.len()).max(1);
+    let cpu = Slots::new(o.jobs);
+    let net = Slots::new(url_jobs);
+    // Slots are taken in the targets' order (under this lock), so a job that holds one
+    // never waits for the turn of a job that waits for one.
+    let dispatch = Mutex::new(());
     // One file alone gets every thread for its deep scan; many files get one each.
     let threads = if targets.len() == 1 { o.jobs } else { 1 };
     let unit = if gate.config().reads_data() {
@@ -412,8 +462,13 @@ fn run(o: &Options) -> u8 {
             run.turns.done(i);
             continue;
         }
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(target) = targets.get(i) else { break };
+        let (i, target, _slot) = {
+            let _order = dispatch.lock().unwrap_or_else(|p| p.into_inner());
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(target) = targets.get(i) else { break };
+            let slots = if is_url(target) { &net } else { &cpu };
+            (i, target, slots.take())
+        };
         run.run_job(target, i, plan.bytes.get(i).copied().unwrap_or(0));
     };
     if workers == 1 {

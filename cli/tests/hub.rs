@@ -12,6 +12,7 @@ mod remote_support;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use remote_support::{serve_file, zeros_file, Reply, Request, Server};
@@ -71,6 +72,8 @@ struct Repo {
 struct Hub {
     hub: Server,
     cdn: Server,
+    /// The most `resolve` requests of `org/slow` under way at once (in, out), since reset.
+    slow: Arc<(AtomicUsize, AtomicUsize)>,
 }
 
 type Repos = Arc<Mutex<HashMap<String, Repo>>>;
@@ -129,12 +132,20 @@ impl Hub {
         let cdn_base = cdn.url("");
         let hub_base: Arc<Mutex<String>> = Arc::default();
         let base = Arc::clone(&hub_base);
+        let slow: Arc<(AtomicUsize, AtomicUsize)> = Arc::default();
+        let seen = Arc::clone(&slow);
         let hub = Server::start(move |req| {
+            if req.path().starts_with("/org/slow/resolve/") {
+                let now = seen.0.fetch_add(1, Ordering::SeqCst) + 1;
+                seen.1.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                seen.0.fetch_sub(1, Ordering::SeqCst);
+            }
             let base = base.lock().expect("base").clone();
             route(req, &repos.lock().expect("repos"), &base, &cdn_base)
         });
         *hub_base.lock().expect("base") = hub.url("");
-        Hub { hub, cdn }
+        Hub { hub, cdn, slow }
     }
 
     fn endpoint(&self) -> String {
@@ -267,6 +278,7 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
     let Some(f) = files.iter().find(|f| f.path == file_path) else {
         return error(404, "EntryNotFound");
     };
+
     if f.lfs {
         let sha = sha256_hex(&f.bytes);
         Reply::redirect(302, &format!("{cdn}/blobs/{sha}?X-Amz-Signature=sig{sha}"))
@@ -672,4 +684,62 @@ fn every_hub_error_code_says_what_to_do() {
     }
     let out = hub.run(&["hf://org/gated"], Some(TOKEN));
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn urls_have_their_own_bound_share_connections_and_a_request_budget() {
+    let (mut repos, _) = model_repo();
+    let files: Vec<File> = (0..8)
+        .map(|i| file(&format!("m{i}.safetensors"), shard("w", i)))
+        .collect();
+    // Its files' `resolve` answers come after a pause (to see how many are under way).
+    repos.insert("org/slow".into(), one_commit(&commit_id(0x5e), files));
+    let hub = Hub::start(repos);
+
+    // --jobs 1 does not make the URLs wait for each other; --url-jobs bounds them.
+    for (url_jobs, most) in [("2", 2), ("4", 4)] {
+        hub.slow.1.store(0, Ordering::SeqCst);
+        let out = hub.run(&["-j", "1", "--url-jobs", url_jobs, "hf://org/slow"], None);
+        assert_eq!(out.code, 0, "{}", out.stdout);
+        assert!(
+            out.stdout.contains("summary: 8 files: 8 valid"),
+            "{}",
+            out.stdout
+        );
+        let peak = hub.slow.1.load(Ordering::SeqCst);
+        assert!(peak <= most, "--url-jobs {url_jobs}: {peak} at once");
+        assert!(peak > 1, "--url-jobs {url_jobs} with -j 1: one at a time");
+    }
+
+    // One URL at a time: every request to the hub goes over one reused connection.
+    hub.hub.clear_log();
+    let out = hub.run(
+        &["--url-jobs", "1", "--allow-other-formats", "hf://org/model"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let log = hub.hub.log();
+    let ports: std::collections::BTreeSet<u16> = log.iter().map(|l| l.peer_port).collect();
+    assert!(log.len() >= 5, "{} requests", log.len());
+    assert_eq!(
+        ports.len(),
+        1,
+        "{} connections for {} requests",
+        ports.len(),
+        log.len()
+    );
+
+    // The budget of the run: the listing alone needs more than 3 requests.
+    hub.hub.clear_log();
+    let out = hub.run(&["--max-requests", "3", "hf://org/model"], None);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("budget of 3 HTTP requests is spent"),
+        "{}",
+        out.stdout
+    );
+    assert!(hub.hub.requests().len() <= 3);
+    let out = hub.run(&["--max-requests", "0", "hf://org/model"], None);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--max-requests"), "{}", out.stderr);
 }

@@ -154,6 +154,14 @@ pub struct RunOptions {
     /// its directory: every `*.safetensors.index.json` there is checked too (`--with-sets`,
     /// for pre-commit hooks, which pass only the staged files).
     pub with_sets: bool,
+    /// The most URL targets checked at the same time by a caller that runs targets in
+    /// parallel (`--url-jobs`; `None`: [`DEFAULT_URL_JOBS`]). A URL's check waits on the
+    /// network, so this bound is apart from the CPU's (`--jobs`).
+    pub url_jobs: Option<usize>,
+    /// The most HTTP requests of the whole run, redirects and retries included
+    /// (`--max-requests`; `None`: [`DEFAULT_MAX_REQUESTS`]). A URL whose check would pass it
+    /// is not checked.
+    pub max_requests: Option<u64>,
     /// The deadline of each URL (a file with its data, or a set with all its shards).
     pub timeout: Option<Duration>,
     /// Extra request headers for URLs (`NAME`, `VALUE`), sent only to the URL's own host.
@@ -164,7 +172,19 @@ pub struct RunOptions {
     pub face: Face,
 }
 
+/// The default bound of URL targets checked at once: enough to hide a hub's latency, few
+/// enough to be polite to it.
+pub const DEFAULT_URL_JOBS: usize = 8;
+
+/// The default budget of HTTP requests of a run.
+pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
+
 impl RunOptions {
+    /// The bound of URL targets checked at once.
+    pub fn url_jobs(&self) -> usize {
+        self.url_jobs.unwrap_or(DEFAULT_URL_JOBS).max(1)
+    }
+
     /// The name of `opt` for this run's face.
     pub fn name(&self, opt: Opt) -> &'static str {
         self.face.name(opt)

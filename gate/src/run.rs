@@ -711,6 +711,9 @@ fn remote_client(o: &RunOptions) -> Result<crate::remote::Remote, String> {
     }
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
+    opts.max_requests = o
+        .max_requests
+        .unwrap_or(crate::options::DEFAULT_MAX_REQUESTS);
     if let Some(t) = o.timeout {
         opts.total_timeout = t;
         opts.stream_timeout = Some(t);

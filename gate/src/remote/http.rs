@@ -209,6 +209,7 @@ impl<'r> Session<'r> {
         let mut hops = 0u32;
         loop {
             let timeout = self.remaining()?;
+            self.remote.spend_request()?;
             self.cost.requests += 1;
             let result = self.request(&method, &url, range, timeout);
             let resp = match result {

@@ -161,6 +161,10 @@ pub struct RemoteOptions {
     /// header would pass it waits for the ones before it, so memory follows the largest
     /// header plus this, not the number of shards fetched at once. Default: 16 MiB.
     pub shard_header_budget: u64,
+    /// Most HTTP requests this client sends in all (redirects and retries included), over
+    /// every check made with it: a check that would pass it fails with
+    /// [`ErrorKind::Budget`]. Default: 1,000,000.
+    pub max_requests: u64,
     headers: Vec<(String, String)>,
     hf_token: Option<String>,
     hf_endpoint: String,
@@ -183,6 +187,7 @@ impl Default for RemoteOptions {
             first_fetch: 64 * 1024,
             max_concurrent_shards: 4,
             shard_header_budget: 16 << 20,
+            max_requests: 1_000_000,
             headers: Vec::new(),
             hf_token: None,
             hf_endpoint: DEFAULT_HF_ENDPOINT.to_owned(),
@@ -208,6 +213,7 @@ impl fmt::Debug for RemoteOptions {
             .field("first_fetch", &self.first_fetch)
             .field("max_concurrent_shards", &self.max_concurrent_shards)
             .field("shard_header_budget", &self.shard_header_budget)
+            .field("max_requests", &self.max_requests)
             .field(
                 "headers",
                 &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -351,6 +357,8 @@ pub enum ErrorKind {
     /// A shard of an index could not be checked (for a reason other than time: a shard, or
     /// the set, out of time is [`ErrorKind::Timeout`]).
     Shard,
+    /// The client's budget of requests ([`RemoteOptions::max_requests`]) is spent.
+    Budget,
 }
 
 /// Why an address could not be checked: says nothing about the file's validity. The message
@@ -463,6 +471,8 @@ pub struct Known {
 pub struct Remote {
     agent: ureq::Agent,
     options: RemoteOptions,
+    /// Requests sent so far, against [`RemoteOptions::max_requests`].
+    sent: std::sync::atomic::AtomicU64,
     hf_endpoint: Url,
     hf_origin: Origin,
 }
@@ -531,6 +541,7 @@ impl Remote {
         Ok(Remote {
             agent,
             options,
+            sent: std::sync::atomic::AtomicU64::new(0),
             hf_endpoint,
             hf_origin,
         })
@@ -539,6 +550,30 @@ impl Remote {
     /// The options.
     pub fn options(&self) -> &RemoteOptions {
         &self.options
+    }
+
+    /// Requests sent so far by this client.
+    pub fn requests_sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Count one request against the budget; `Err` once it is spent.
+    fn spend_request(&self) -> Result<(), RemoteError> {
+        use std::sync::atomic::Ordering;
+        let max = self.options.max_requests;
+        let took = self
+            .sent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            });
+        took.map(|_| ()).map_err(|_| {
+            RemoteError::new(
+                ErrorKind::Budget,
+                format!(
+                    "the run's budget of {max} HTTP requests is spent (--max-requests raises it)"
+                ),
+            )
+        })
     }
 
     /// Check the file or index at `address` (`http://`, `https://` or `hf://`) under `config`.
