@@ -66,6 +66,12 @@ struct Repo {
     gated: bool,
     /// The tree listing's next page always links to itself.
     looping_pages: bool,
+    /// The tree listing's next page is on another host.
+    foreign_next: bool,
+    /// The tree listing's body, as sent (hostile listings).
+    raw_tree: Option<&'static str>,
+    /// Files are answered with another commit's X-Repo-Commit.
+    wrong_commit: bool,
 }
 
 /// The mock hub (127.0.0.1) and its CDN (127.0.0.2).
@@ -230,12 +236,21 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
                     .find_map(|q| q.strip_prefix("cursor="))
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(0);
+                if let Some(raw) = repo.raw_tree {
+                    return Reply::new(200).body(raw);
+                }
                 let page: Vec<Value> = entries.iter().skip(cursor).take(PAGE).cloned().collect();
                 let mut reply = Reply::new(200)
                     .header("Content-Type", "application/json")
                     .body(serde_json::to_vec(&page).expect("page"));
                 let api = format!("{hub}/api/{kind}/{org}/{name}/tree/{commit}");
-                if repo.looping_pages {
+                if repo.foreign_next && cursor == 0 {
+                    let elsewhere = api.replace("127.0.0.1", "localhost");
+                    reply = reply.header(
+                        "Link",
+                        format!("<{elsewhere}?recursive=true&cursor=1>; rel=\"next\""),
+                    );
+                } else if repo.looping_pages {
                     reply = reply.header(
                         "Link",
                         format!("<{api}?recursive=true&cursor=0>; rel=\"next\""),
@@ -282,7 +297,14 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
     if f.lfs {
         let sha = sha256_hex(&f.bytes);
         Reply::redirect(302, &format!("{cdn}/blobs/{sha}?X-Amz-Signature=sig{sha}"))
-            .header("X-Repo-Commit", commit.as_str())
+            .header(
+                "X-Repo-Commit",
+                if repo.wrong_commit {
+                    commit_id(0xee)
+                } else {
+                    commit.clone()
+                },
+            )
             .header("X-Linked-Etag", format!("\"{sha}\""))
             .header("X-Linked-Size", f.bytes.len().to_string())
     } else {
@@ -496,6 +518,24 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
     let mut looping = one_commit(&c1, vec![file("model.safetensors", model.clone())]);
     looping.looping_pages = true;
     repos.insert("org/loop".into(), looping);
+    for (name, edit) in [
+        (
+            "org/foreign",
+            (|r: &mut Repo| r.foreign_next = true) as fn(&mut Repo),
+        ),
+        ("org/notjson", |r| {
+            r.raw_tree = Some("<html>not a listing</html>")
+        }),
+        ("org/object", |r| r.raw_tree = Some(r#"{"error":"x"}"#)),
+        ("org/dotdot", |r| {
+            r.raw_tree = Some(r#"[{"type":"file","path":"a/../../x.safetensors","size":1}]"#)
+        }),
+        ("org/moved", |r| r.wrong_commit = true),
+    ] {
+        let mut r = one_commit(&c1, vec![file("model.safetensors", model.clone())]);
+        edit(&mut r);
+        repos.insert(name.into(), r);
+    }
     let set = vec![
         file(
             "model.safetensors.index.json",
@@ -672,6 +712,15 @@ fn every_hub_error_code_says_what_to_do() {
             "GatedRepo",
         ),
         (vec!["hf://org/loop"], None, "loop"),
+        (vec!["hf://org/foreign"], None, "another host"),
+        (vec!["hf://org/notjson"], None, "not the JSON the hub sends"),
+        (vec!["hf://org/object"], None, "not the JSON the hub sends"),
+        (vec!["hf://org/dotdot"], None, "unusable path"),
+        (
+            vec!["hf://org/moved"],
+            None,
+            "the server answered with commit eeee",
+        ),
     ] {
         let out = hub.run(&args, token);
         let line = out.stdout.lines().next().unwrap_or("");

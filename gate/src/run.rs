@@ -600,6 +600,10 @@ impl Gate {
                 cost: checked.cost,
                 hub: hub(&checked.hub),
             };
+            if let Some(m) = moved(&pinned, &checked.hub) {
+                let e = ReadError::new(ReadErrorKind::Io, m);
+                return unchecked(&at, &e, Unchecked::Unreadable, false, sink);
+            }
             return match &checked.outcome {
                 Ok(Found::File(f)) => self.checked(&at, &f.checked, &via, sink),
                 Ok(Found::Index(_)) => {
@@ -628,6 +632,10 @@ impl Gate {
             hub: hub(&checked.hub),
         };
         let result = match checked.outcome {
+            Ok(_) if moved(&pinned, &checked.hub).is_some() => Err(ReadError::new(
+                ReadErrorKind::Io,
+                moved(&pinned, &checked.hub).unwrap_or_default(),
+            )),
             Ok(Found::Index(ic)) => Ok(ic.report),
             Ok(Found::File(_)) => Err(ReadError::new(
                 ReadErrorKind::Io,
@@ -656,6 +664,19 @@ impl Gate {
             "built without the `remote` feature: URLs cannot be checked",
         );
         unchecked(&at, &e, Unchecked::Unreadable, false, sink)
+    }
+}
+
+/// Why a file requested at commit `pinned` is not that commit's: the hub said it served
+/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit.
+#[cfg(feature = "remote")]
+fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<String> {
+    match (pinned, &hub.commit) {
+        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(format!(
+            "requested at commit {p}, the server answered with commit {c} (X-Repo-Commit): \
+             not the bytes asked for"
+        )),
+        _ => None,
     }
 }
 

@@ -306,7 +306,7 @@ impl<'r> Session<'r> {
                 }
                 s => {
                     if !retryable(s) {
-                        let reason = super::hub::reason(s, resp.headers());
+                        let reason = super::said::reason(s, resp.headers());
                         return Err(RemoteError::status(
                             s,
                             format!("{}{}{reason}", status_text(s), self.from(&url)),

@@ -62,6 +62,7 @@ mod address;
 mod fetch;
 mod http;
 mod hub;
+mod said;
 mod shards;
 mod verdict;
 
