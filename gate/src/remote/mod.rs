@@ -18,7 +18,9 @@
 //!   resolved as a sibling of the index's URL, so under the `INDEX-SHARD-NAME` rule no shard
 //!   can leave the index's directory or host, and checked like a file. A shard answered with
 //!   404 or 410 is `INDEX-SHARD-MISSING`; any other failure makes the set "could not check".
-//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is not checked remotely. Up to
+//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is checked remotely only for the
+//!   sets of a repository listed through the hub's API ([`Remote::list_repository`], used by
+//!   `Gate::plan` for `hf://org/repo[@revision]`, which hands the listing on as [`Known`]). Up to
 //!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time, within a budget
 //!   of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's check
 //!   in the index's order.
