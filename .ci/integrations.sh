@@ -7,7 +7,8 @@
 #     into the SDK's object model and back) keeps every result, rule, level and byte offset.
 #  2. pre-commit: `pre-commit try-repo` of this repository on a scratch git repository, for both
 #     hooks of .pre-commit-hooks.yaml: staged valid files (a sharded set among them) pass, a
-#     staged invalid file fails the commit with stcheck's message.
+#     staged invalid file fails the commit with stcheck's message, and a commit of only a
+#     shard, or only an index, of a set it breaks fails with the set's error.
 #
 # Its tools are installed by .ci/setup-integrations.sh (PyPI, npm) under target/integrations;
 # after that it needs no network (the `stcheck` hook builds with cargo from cargo's cache).
@@ -100,5 +101,22 @@ for hook in stcheck-system stcheck; do
     fail "$hook: --quiet did not hide the valid file"
   fi
   echo "pre-commit: hook $hook passes valid files (a sharded set among them) and fails an invalid one"
+
+  # Issue 22: a commit that breaks a set through one file. The second shard is replaced by a
+  # valid file of other tensors: valid alone, but the set's index no longer matches it.
+  cp "$SCRATCH/set/model-00002-of-00002.safetensors" "$DIR/shard.keep"
+  cp examples/model.safetensors "$SCRATCH/set/model-00002-of-00002.safetensors"
+  for staged in set/model-00002-of-00002.safetensors set/model.safetensors.index.json; do
+    set +e
+    (cd "$SCRATCH" && "$PRE_COMMIT" try-repo "$ROOT" "$hook" --files "$staged") \
+      > "$DIR/try-$hook-set.log" 2>&1
+    set_code=$?
+    set -e
+    [ "$set_code" = 1 ] || { cat "$DIR/try-$hook-set.log"; fail "$hook: a commit of only $staged passed a broken set"; }
+    grep -q "set/model.safetensors.index.json: error INDEX-" "$DIR/try-$hook-set.log" \
+      || { cat "$DIR/try-$hook-set.log"; fail "$hook: the set's error is not shown for $staged"; }
+  done
+  cp "$DIR/shard.keep" "$SCRATCH/set/model-00002-of-00002.safetensors"
+  echo "pre-commit: hook $hook fails a shard-only and an index-only commit that break a set"
 done
 echo "integrations: passed"

@@ -19,4 +19,6 @@ command -v cargo >/dev/null || {
 # to compile).
 cargo build --release --locked --quiet -p stcheck-cli --no-default-features \
   --manifest-path "$repo/Cargo.toml" --target-dir "$target" >&2
-exec "$target/release/stcheck" "$@"
+# --with-sets: a staged shard is checked with the index of its directory that names it (and a
+# staged index with its shards, as always), so a commit of one shard cannot break a set unseen.
+exec "$target/release/stcheck" --with-sets "$@"

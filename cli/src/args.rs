@@ -14,13 +14,16 @@ Usage: stcheck [OPTIONS] PATH...
        stcheck --explain RULE
 
 Each PATH is a file, a directory (walked recursively for *.safetensors and
-*.safetensors.index.json files), '-' for one file on standard input, or a URL
-(http://, https://, or hf://ORG/REPO[@REVISION]/FILE for the Hugging Face hub;
-HF_ENDPOINT sets its host, HF_TOKEN is sent to it only). A URL is checked
-without downloading it: range requests for the header, the file's length from
-the server; --deep and --sha256 stream the body once. A
-*.safetensors.index.json file or URL is checked together with the shards it
-names.
+*.safetensors.index.json files, names in any case), '-' for one file on
+standard input, or a URL (http://, https://, or hf://ORG/REPO[@REVISION]/FILE
+for the Hugging Face hub; HF_ENDPOINT sets its host, HF_TOKEN is sent to it
+only). hf://ORG/REPO[@REVISION] (or hf://datasets/ORG/REPO...) checks a whole
+repository: its files are listed at the commit the revision names, and checked
+as a directory's would be. A URL is checked without downloading it: range
+requests for the header, the file's length from the server; --deep and
+--sha256 stream the body once, and --sha256 compares the hash with the one the
+hub publishes (INTEGRITY-SHA256). A *.safetensors.index.json file or URL is
+checked together with the shards it names.
 
 Output (stdout, text): one line per file, then a summary line:
   path: ok (3 tensors, 25 parameters; U8 16, F16 9)
@@ -63,6 +66,11 @@ Options:
                                else by files; never on stdout)
   -j, --jobs N                 check N files in parallel (default: the number of cores);
                                output keeps the input order
+      --url-jobs N             check N URLs in parallel (default 8: a URL waits on the
+                               network, not the CPU; --jobs still caps the local files)
+      --max-requests N         send at most N HTTP requests in the whole run (redirects
+                               and retries included; default 1000000); a URL past the
+                               budget is not checked (exit 2)
       --mmap                   memory-map files instead of reading them: no faster here,
                                and a file truncated while it is checked kills the process
                                with SIGBUS; only for files nobody else can write
@@ -77,6 +85,19 @@ Options:
                                still never walked
       --allow-empty            accept a directory PATH with no *.safetensors or
                                *.safetensors.index.json file in it
+      --exclude GLOB           leave out paths below a directory PATH that match GLOB
+                               (repeatable; gitignore-style: a GLOB without '/' matches
+                               a name at any depth, one with '/' the path from PATH;
+                               '*', '?', '[a-z]', '**'; a trailing '/' matches
+                               directories only; an excluded directory is not walked)
+      --with-sets              a *.safetensors FILE named is checked with the sharded
+                               sets of its directory: each *.safetensors.index.json
+                               there is checked too, with its shards (the pre-commit
+                               hooks pass it: a commit of one shard checks its set)
+      --allow-other-formats    accept weight files of other formats (pickle .bin/.pt/
+                               .pth/.ckpt/.pkl, GGUF, .h5, .msgpack, .onnx, ...) found
+                               in a directory PATH or an hf:// repository; by default
+                               each is reported as not checked (exit 2)
       --profile strict|reference|portable
                                strict (default): the rules of SPEC.md;
                                reference: the verdict of the safetensors 0.8.0 crate;
@@ -238,6 +259,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
         let takes_value = matches!(
             name,
             "-j" | "--jobs"
+                | "--url-jobs"
+                | "--max-requests"
+                | "--exclude"
                 | "--profile"
                 | "--portable-to"
                 | "--max-header-size"
@@ -291,6 +315,27 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             "--stream" => stream = true,
             "--follow-links" => run.follow_links = true,
             "--allow-empty" => run.allow_empty = true,
+            "--allow-other-formats" => run.allow_other_formats = true,
+            "--with-sets" => run.with_sets = true,
+            "--url-jobs" => {
+                let v = value("a number of jobs")?;
+                run.url_jobs = match v.parse::<usize>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!("--url-jobs: {v:?} is not a positive integer"))
+                    }
+                    Ok(n) => Some(n),
+                };
+            }
+            "--max-requests" => {
+                let v = value("a number of requests")?;
+                run.max_requests = match v.parse::<u64>() {
+                    Ok(0) | Err(_) => {
+                        return Err(format!("--max-requests: {v:?} is not a positive integer"))
+                    }
+                    Ok(n) => Some(n),
+                };
+            }
+            "--exclude" => run.exclude.push(value("a glob")?),
             "--compare-reference" => run.compare_reference = true,
             "--deny-warnings" => run.deny_warnings = true,
             "--deep" => run.deep = true,

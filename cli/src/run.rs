@@ -287,6 +287,42 @@ impl Sink for InTurn<'_> {
     }
 }
 
+/// A counting semaphore: at most `n` jobs of one kind at once.
+struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// A slot taken, given back when dropped.
+struct Slot<'s>(&'s Slots);
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|p| p.into_inner());
+        *free += 1;
+        drop(free);
+        self.0.freed.notify_one();
+    }
+}
+
 /// What every job shares.
 struct Run<'r> {
     o: &'r Options,
@@ -326,7 +362,7 @@ fn target_text(target: &Target) -> String {
         | Target::Index(p, _)
         | Target::NotChecked(p, _)
         | Target::WalkError(p, _) => stcheck_gate::fs::display_path(p),
-        Target::Url(url) => stcheck_gate::target::shown_url(url),
+        Target::Url(url) | Target::UrlNotChecked(url, _) => stcheck_gate::target::shown_url(url),
         Target::Stdin => "<stdin>".to_owned(),
     }
 }
@@ -344,22 +380,32 @@ fn exit_code(t: &Summary) -> u8 {
 fn run(o: &Options) -> u8 {
     let started = Instant::now();
     let gate = &o.gate;
-    let targets = stcheck_gate::walk::expand(
-        &o.paths,
-        gate.options().link_policy(),
-        gate.options().allow_empty,
-        gate.options().name(stcheck_gate::options::Opt::AllowEmpty),
-    );
+    let targets = stcheck_gate::walk::expand_for(&o.paths, gate.options());
     let by_bytes = gate.config().reads_data() && o.progress != ProgressMode::Never;
     let plan = gate.plan(targets, by_bytes);
     let targets = &plan.targets;
-    // One file alone gets every thread for its deep scan (a header check needs none); many
-    // files get one each, checked `jobs` at a time.
-    let (workers, threads) = match targets.len() {
-        0 | 1 if gate.config().reads_data() => (1, o.jobs()),
-        0 | 1 => (1, 1),
-        n => (o.jobs().min(n), 1),
+    // URL targets wait on the network, not the CPU: they have a bound of their own
+    // (--url-jobs, default 8), and --jobs still caps the files checked here at once. One file
+    // alone gets every thread for its deep scan (a header check needs none, and the number of
+    // cores is not even asked: it reads the cgroup's quota); many files get one each.
+    let is_url = |t: &Target| matches!(t, Target::Url(_));
+    let url_jobs = gate.options().url_jobs();
+    let jobs = match targets.len() {
+        0 | 1 if !gate.config().reads_data() => 1,
+        _ => o.jobs(),
     };
+    let workers = if targets.iter().any(is_url) {
+        jobs.max(url_jobs)
+    } else {
+        jobs
+    };
+    let workers = workers.min(targets.len()).max(1);
+    let cpu = Slots::new(jobs);
+    let net = Slots::new(url_jobs);
+    // Slots are taken in the targets' order (under this lock), so a job that holds one
+    // never waits for the turn of a job that waits for one.
+    let dispatch = Mutex::new(());
+    let threads = if targets.len() == 1 { jobs } else { 1 };
     let unit = if gate.config().reads_data() {
         Unit::Bytes(plan.total_bytes)
     } else {
@@ -421,8 +467,13 @@ fn run(o: &Options) -> u8 {
             run.turns.done(i);
             continue;
         }
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(target) = targets.get(i) else { break };
+        let (i, target, _slot) = {
+            let _order = dispatch.lock().unwrap_or_else(|p| p.into_inner());
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(target) = targets.get(i) else { break };
+            let slots = if is_url(target) { &net } else { &cpu };
+            (i, target, slots.take())
+        };
         run.run_job(target, i, plan.bytes.get(i).copied().unwrap_or(0));
     };
     if workers == 1 {

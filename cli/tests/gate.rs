@@ -396,9 +396,20 @@ fn directory_with_only_pytorch_model_bin_fails() {
     // Another directory with a valid file does not make this one non-empty.
     fs::create_dir_all(dir.join("other")).expect("mkdir");
     fs::write(dir.join("other/m.safetensors"), valid_file()).expect("write");
+    // The pickle is named (issue 22: it used to pass unseen when next to weights).
     let out = run(&dir, &["other", "repo"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_starts(&out, "other/m.safetensors: ok");
+    assert!(
+        out.stdout.contains(
+            "repo/pytorch_model.bin: not checked: a weight file in another format: PyTorch pickle (.bin)"
+        ),
+        "{}",
+        out.stdout
+    );
+    // Accepted by name, it leaves the directory with nothing to check: still a failure.
+    let out = run(&dir, &["--allow-other-formats", "other", "repo"]);
+    assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stdout.ends_with(&format!("repo: {EMPTY_MESSAGE}\n")),
         "{}",

@@ -170,10 +170,16 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
     let served = valid.clone();
     let shard = one("a");
     let index = br#"{"weight_map":{"a":"a.safetensors"}}"#.to_vec();
+    // What the hub says about a file: its commit and LFS SHA-256 (`commit`, `etag`,
+    // `lfs_sha256`).
+    let hub = |r: remote_support::Reply| {
+        r.header("X-Repo-Commit", "0123456789abcdef0123456789abcdef01234567")
+            .header("X-Linked-Etag", format!("\"{}\"", "ab".repeat(32)))
+    };
     let server = remote_support::Server::start(move |req| match req.path() {
-        "/set/m.safetensors.index.json" => remote_support::serve_file(req, &index, true),
+        "/set/m.safetensors.index.json" => hub(remote_support::serve_file(req, &index, true)),
         "/set/a.safetensors" => remote_support::serve_file(req, &shard, true),
-        _ => remote_support::serve_file(req, &served, true),
+        _ => hub(remote_support::serve_file(req, &served, true)),
     });
     let url = server.url("/valid.safetensors");
     let index_url = server.url("/set/m.safetensors.index.json");

@@ -176,13 +176,22 @@ fn hf_addresses_use_the_endpoint_and_token_and_never_print_it() {
     let out = run(&["--json", "hf://org/repo/good.safetensors"], &env);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(!out.stdout.contains("hf_secret_token") && !out.stderr.contains("hf_secret_token"));
-    // Without the token the server refuses: could not check, exit 2.
+    // Without the token the server refuses: not checked, exit 2, with what to do.
     let out = run(
         &["hf://org/repo/good.safetensors"],
         &[("HF_ENDPOINT", &endpoint)],
     );
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("could not check"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("401") && out.stderr.contains("set HF_TOKEN"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains(": not checked: HTTP 401"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

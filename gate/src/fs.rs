@@ -71,18 +71,60 @@ pub enum Checkpoint {
     Index,
 }
 
-/// Whether a file name looks like a checkpoint, matched on its bytes (case-sensitive, as
-/// Python's `glob` on Linux), so a name that is not UTF-8 is matched like any other.
+/// Whether `b` ends with `suffix`, ASCII letters in any case.
+fn ends_with_any_case(b: &[u8], suffix: &str) -> bool {
+    b.len() >= suffix.len() && b[b.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+}
+
+/// Whether a file name looks like a checkpoint, matched on its bytes with ASCII letters in any
+/// case (`Model.SAFETENSORS` is checked: a gate that skipped it would pass it unseen), so a
+/// name that is not UTF-8 is matched like any other.
 pub fn checkpoint_kind(name: &OsStr) -> Option<Checkpoint> {
     let b = name.as_encoded_bytes();
-    if b.ends_with(INDEX_SUFFIX.as_bytes()) {
+    if ends_with_any_case(b, INDEX_SUFFIX) {
         Some(Checkpoint::Index)
-    } else if b.ends_with(SAFETENSORS_SUFFIX.as_bytes()) {
+    } else if ends_with_any_case(b, SAFETENSORS_SUFFIX) {
         Some(Checkpoint::Safetensors)
     } else {
         None
     }
 }
+
+/// The weight formats other than safetensors that a gate names rather than passes silently:
+/// (file name suffix, any case; what it is).
+pub const OTHER_FORMATS: &[(&str, &str)] = &[
+    (".bin", "PyTorch pickle (.bin)"),
+    (".pt", "PyTorch pickle (.pt)"),
+    (".pth", "PyTorch pickle (.pth)"),
+    (".ckpt", "checkpoint, usually a pickle (.ckpt)"),
+    (".pkl", "pickle (.pkl)"),
+    (".pickle", "pickle (.pickle)"),
+    (".joblib", "joblib pickle (.joblib)"),
+    (".gguf", "GGUF (.gguf)"),
+    (".ggml", "GGML (.ggml)"),
+    (".h5", "HDF5, Keras or TensorFlow (.h5)"),
+    (".hdf5", "HDF5 (.hdf5)"),
+    (".keras", "Keras archive (.keras)"),
+    (".msgpack", "Flax msgpack (.msgpack)"),
+    (".onnx", "ONNX (.onnx)"),
+    (".tflite", "TensorFlow Lite (.tflite)"),
+    (".npz", "NumPy archive, may hold pickles (.npz)"),
+    (".npy", "NumPy array, may hold a pickle (.npy)"),
+];
+
+/// The weight format a file name says a file is in, if it is one of [`OTHER_FORMATS`] (the
+/// one classification of local walks and of a hub repository's listing).
+pub fn other_format(name: &OsStr) -> Option<&'static str> {
+    let b = name.as_encoded_bytes();
+    OTHER_FORMATS
+        .iter()
+        .find(|(suffix, _)| b.len() > suffix.len() && ends_with_any_case(b, suffix))
+        .map(|&(_, what)| what)
+}
+
+/// The command-line option that accepts files of other weight formats (the default name in
+/// messages).
+pub const ALLOW_OTHER_FORMATS_OPTION: &str = "--allow-other-formats";
 
 /// A path for people: bytes that are not UTF-8 as `\xNN`, the rest escaped exactly as tensor
 /// names are ([`stcheck::escape`]: control and line-separator characters, bidi controls and
@@ -242,6 +284,14 @@ pub enum NotChecked {
     /// The file changed between the decision to read it and the open: another file (or kind
     /// of file) is now at the path.
     Changed,
+    /// A file of another weight format than safetensors ([`other_format`]): a gate cannot
+    /// vouch for it.
+    OtherFormat {
+        /// What it is.
+        format: &'static str,
+        /// The option that accepts it.
+        option: &'static str,
+    },
     /// A directory named by the user in which the walk found nothing to check.
     Empty {
         /// The option that accepts it.
@@ -254,7 +304,7 @@ pub enum NotChecked {
 impl NotChecked {
     /// A stable code for machines: `"not_regular_file"`, `"link_leaves_root"`,
     /// `"dir_link_leaves_root"`, `"dangling_link"`, `"link_loop"`, `"directory_loop"`,
-    /// `"changed"`, `"empty"` or `"io_error"`.
+    /// `"changed"`, `"empty"`, `"other_format"` or `"io_error"`.
     pub fn code(&self) -> &'static str {
         match self {
             NotChecked::NotRegular(_) => "not_regular_file",
@@ -265,6 +315,7 @@ impl NotChecked {
             NotChecked::DirectoryLoop { .. } => "directory_loop",
             NotChecked::Changed => "changed",
             NotChecked::Empty { .. } => "empty",
+            NotChecked::OtherFormat { .. } => "other_format",
             NotChecked::Io(_) => "io_error",
         }
     }
@@ -329,6 +380,11 @@ impl fmt::Display for NotChecked {
                 "no *{SAFETENSORS_SUFFIX} or *{INDEX_SUFFIX} file found ({option} accepts a \
                  directory with nothing to check)"
             ),
+            NotChecked::OtherFormat { format, option } => write!(
+                f,
+                "a weight file in another format: {format}; stcheck checks only safetensors, \
+                 so it cannot vouch for it ({option} accepts such files)"
+            ),
             NotChecked::Io(e) => e.fmt(f),
         }
     }
@@ -355,6 +411,7 @@ impl From<NotChecked> for ReadError {
             N::LinkLoop | N::DirectoryLoop { .. } => ReadErrorKind::Loop,
             N::Changed => ReadErrorKind::Changed,
             N::Empty { .. } => ReadErrorKind::Empty,
+            N::OtherFormat { .. } => ReadErrorKind::OtherFormat,
             N::Io(_) => ReadErrorKind::Io,
         };
         let code = n.code();
@@ -623,6 +680,9 @@ pub struct Walker {
     links: LinkPolicy,
     allow_empty: bool,
     empty_option: Option<&'static str>,
+    allow_other_formats: bool,
+    other_formats_option: Option<&'static str>,
+    exclude: Vec<crate::glob::Glob>,
     roots: Vec<Root>,
     walked: HashSet<FileId>,
 }
@@ -648,6 +708,43 @@ impl Walker {
     pub fn allow_empty(mut self, yes: bool) -> Self {
         self.allow_empty = yes;
         self
+    }
+
+    /// Accept files of other weight formats ([`other_format`]: pickle `.bin`, GGUF, ...)
+    /// unseen (`--allow-other-formats`). Default: each is reported as
+    /// [`NotChecked::OtherFormat`].
+    pub fn allow_other_formats(mut self, yes: bool) -> Self {
+        self.allow_other_formats = yes;
+        self
+    }
+
+    /// The option named in the message about a file of another format (default
+    /// `--allow-other-formats`).
+    pub fn other_formats_option_name(mut self, name: &'static str) -> Self {
+        self.other_formats_option = Some(name);
+        self
+    }
+
+    /// Leave out the paths below a root that match one of `globs` (`--exclude`): an
+    /// excluded directory is not walked, an excluded file not reported.
+    pub fn exclude(mut self, globs: Vec<crate::glob::Glob>) -> Self {
+        self.exclude = globs;
+        self
+    }
+
+    /// Whether `path` (below the root `root`) is excluded.
+    fn excluded(&self, root: &Path, path: &Path, is_dir: bool) -> bool {
+        if self.exclude.is_empty() {
+            return false;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            return false;
+        };
+        let segments: Vec<&[u8]> = rel
+            .components()
+            .map(|c| c.as_os_str().as_encoded_bytes())
+            .collect();
+        self.exclude.iter().any(|g| g.matches(&segments, is_dir))
     }
 
     /// The option named in the message about an empty root (default `--allow-empty`).
@@ -716,8 +813,24 @@ impl Walker {
                 }
             };
             let kind = checkpoint_kind(&name);
+            if self.excluded(dir, &path, ty.is_dir()) {
+                continue;
+            }
             match FileKind::of(ty) {
                 FileKind::Directory => self.subdirectory(path, &mut stack, &mut out),
+                FileKind::Regular if kind.is_none() => {
+                    if let (Some(format), false) = (other_format(&name), self.allow_other_formats) {
+                        out.push(WalkEntry::NotChecked {
+                            path,
+                            reason: NotChecked::OtherFormat {
+                                format,
+                                option: self
+                                    .other_formats_option
+                                    .unwrap_or(ALLOW_OTHER_FORMATS_OPTION),
+                            },
+                        });
+                    }
+                }
                 FileKind::Regular => {
                     if let Some(kind) = kind {
                         out.push(match fs::symlink_metadata(&path) {
@@ -880,7 +993,21 @@ mod tests {
             checkpoint_kind(OsStr::new("a.safetensors")),
             Some(Checkpoint::Safetensors)
         );
-        assert_eq!(checkpoint_kind(OsStr::new("a.SAFETENSORS")), None);
+        // Any case: a gate must not pass `Model.SAFETENSORS` unseen.
+        assert_eq!(
+            checkpoint_kind(OsStr::new("a.SAFETENSORS")),
+            Some(Checkpoint::Safetensors)
+        );
+        assert_eq!(
+            checkpoint_kind(OsStr::new("M.SafeTensors.Index.JSON")),
+            Some(Checkpoint::Index)
+        );
+        assert_eq!(
+            other_format(OsStr::new("pytorch_model.BIN")),
+            Some("PyTorch pickle (.bin)")
+        );
+        assert_eq!(other_format(OsStr::new(".bin")), None);
+        assert_eq!(other_format(OsStr::new("model.safetensors")), None);
         assert_eq!(checkpoint_kind(OsStr::new("a.safetensors.bak")), None);
         #[cfg(unix)]
         {

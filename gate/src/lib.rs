@@ -8,12 +8,14 @@
 //!   Hugging Face hub, checked with range requests;
 //! - [`options`]: [`options::RunOptions`], the one resolution of every face's options into
 //!   the core's `Config`;
+//! - [`glob`]: the gitignore-style patterns of `--exclude`;
 //! - [`target`]: how a target is shown (credentials never are);
 //! - [`walk`]: the command line's PATH arguments as a list of targets.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fs;
+pub mod glob;
 pub mod options;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -23,7 +25,7 @@ pub mod target;
 pub mod walk;
 
 pub use run::{
-    not_checked, read_index, shown_path, target_of, Cost, Done, Gate, Place, Plan, Shown, Sink,
-    Status, Unchecked, Via,
+    not_checked, read_index, shown_path, target_of, Cost, Done, Gate, HubInfo, Place, Plan, Shown,
+    Sink, Status, Unchecked, Via,
 };
 pub use walk::Target;

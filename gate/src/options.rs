@@ -52,6 +52,10 @@ pub enum Opt {
     MaxWarningsPerRule,
     /// `--timeout` / `timeout=`.
     Timeout,
+    /// `--allow-other-formats` / `allow_other_formats=True`.
+    AllowOtherFormats,
+    /// `--exclude` / `exclude=`.
+    Exclude,
 }
 
 impl Face {
@@ -72,6 +76,8 @@ impl Face {
             (Face::Cli, MaxHeaderSize) => "--max-header-size",
             (Face::Cli, MaxWarningsPerRule) => "--max-warnings-per-rule",
             (Face::Cli, Timeout) => "--timeout",
+            (Face::Cli, AllowOtherFormats) => "--allow-other-formats",
+            (Face::Cli, Exclude) => "--exclude",
             (Face::Python, Deny) => "deny=",
             (Face::Python, Allow) => "allow=",
             (Face::Python, Deep) => "deep=True",
@@ -85,6 +91,8 @@ impl Face {
             (Face::Python, MaxHeaderSize) => "max_header_size=",
             (Face::Python, MaxWarningsPerRule) => "max_warnings_per_rule=",
             (Face::Python, Timeout) => "timeout=",
+            (Face::Python, AllowOtherFormats) => "allow_other_formats=True",
+            (Face::Python, Exclude) => "exclude=",
             (Face::Js, Deny) => "deny",
             (Face::Js, Allow) => "allow",
             (Face::Js, Deep) => "deep: true",
@@ -98,6 +106,8 @@ impl Face {
             (Face::Js, MaxHeaderSize) => "maxHeaderSize",
             (Face::Js, MaxWarningsPerRule) => "maxWarningsPerRule",
             (Face::Js, Timeout) => "timeout",
+            (Face::Js, AllowOtherFormats) => "allowOtherFormats: true",
+            (Face::Js, Exclude) => "exclude",
         }
     }
 }
@@ -150,6 +160,25 @@ pub struct RunOptions {
     pub follow_links: bool,
     /// A directory with nothing to check is not a failure.
     pub allow_empty: bool,
+    /// Files of other weight formats (pickle `.bin`/`.pt`, GGUF, ...) found by a walk or in a
+    /// repository are accepted unseen instead of reported as not checked
+    /// (`--allow-other-formats`).
+    pub allow_other_formats: bool,
+    /// Paths a walk leaves out: gitignore-style globs (`--exclude`, see [`crate::glob`]),
+    /// matched against the path below the directory named.
+    pub exclude: Vec<String>,
+    /// A `*.safetensors` file named (not found by a walk) is checked with the sharded sets of
+    /// its directory: every `*.safetensors.index.json` there is checked too (`--with-sets`,
+    /// for pre-commit hooks, which pass only the staged files).
+    pub with_sets: bool,
+    /// The most URL targets checked at the same time by a caller that runs targets in
+    /// parallel (`--url-jobs`; `None`: [`DEFAULT_URL_JOBS`]). A URL's check waits on the
+    /// network, so this bound is apart from the CPU's (`--jobs`).
+    pub url_jobs: Option<usize>,
+    /// The most HTTP requests of the whole run, redirects and retries included
+    /// (`--max-requests`; `None`: [`DEFAULT_MAX_REQUESTS`]). A URL whose check would pass it
+    /// is not checked.
+    pub max_requests: Option<u64>,
     /// The deadline of each URL (a file with its data, or a set with all its shards).
     pub timeout: Option<Duration>,
     /// Extra request headers for URLs (`NAME`, `VALUE`), sent only to the URL's own host.
@@ -160,7 +189,19 @@ pub struct RunOptions {
     pub face: Face,
 }
 
+/// The default bound of URL targets checked at once: enough to hide a hub's latency, few
+/// enough to be polite to it.
+pub const DEFAULT_URL_JOBS: usize = 8;
+
+/// The default budget of HTTP requests of a run.
+pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
+
 impl RunOptions {
+    /// The bound of URL targets checked at once.
+    pub fn url_jobs(&self) -> usize {
+        self.url_jobs.unwrap_or(DEFAULT_URL_JOBS).max(1)
+    }
+
     /// The name of `opt` for this run's face.
     pub fn name(&self, opt: Opt) -> &'static str {
         self.face.name(opt)
@@ -267,6 +308,7 @@ impl RunOptions {
                 n(Opt::DenyNonfinite)
             ));
         }
+        self.exclude_globs()?;
         if let Some(t) = self.timeout {
             if t.is_zero() {
                 return err(format!(
@@ -276,6 +318,17 @@ impl RunOptions {
             }
         }
         Ok(config)
+    }
+
+    /// The compiled `--exclude` patterns, or the first that cannot be used.
+    pub fn exclude_globs(&self) -> Result<Vec<crate::glob::Glob>, UsageError> {
+        self.exclude
+            .iter()
+            .map(|p| {
+                crate::glob::Glob::new(p)
+                    .map_err(|e| UsageError(format!("{}: {e}", self.name(Opt::Exclude))))
+            })
+            .collect()
     }
 
     /// The profile that decides: the portable one when readers are named.

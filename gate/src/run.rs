@@ -13,7 +13,7 @@ use serde::Serialize;
 use stcheck::index::{self, IndexReport, ShardOutcome, ShardSource};
 use stcheck::{Checked, Config, Profile, Progress, ReadError, ReadErrorKind, ReadMode};
 
-use crate::options::{Opt, RunOptions, UsageError};
+use crate::options::{RunOptions, UsageError};
 use crate::shards::FsSource;
 use crate::walk::Target;
 
@@ -61,6 +61,22 @@ impl Cost {
     }
 }
 
+/// What a server (the Hugging Face hub) said about a file it served: the commit, the entity
+/// tag, the published SHA-256. Every field is absent when the server did not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubInfo {
+    /// The commit the hub served the file from (`X-Repo-Commit`; for a file of a repository
+    /// listed by the run, the commit its revision was resolved to when the hub did not say).
+    pub commit: Option<String>,
+    /// The file's entity tag, quotes removed: `X-Linked-Etag` where the hub sends it (for a
+    /// file in LFS, its SHA-256), else the `ETag` of the response that delivered the bytes.
+    pub etag: Option<String>,
+    /// The SHA-256 the hub publishes for the file (an `X-Linked-Etag` of 64 hex digits, or the
+    /// LFS object id of the repository's listing), lower case.
+    pub lfs_sha256: Option<String>,
+}
+
 /// How a file's bytes were obtained.
 #[derive(Debug, Clone)]
 pub enum Via {
@@ -74,6 +90,8 @@ pub enum Via {
         resolved: String,
         /// What it cost.
         cost: Cost,
+        /// What the server said about the file (or the index).
+        hub: HubInfo,
     },
 }
 
@@ -167,6 +185,10 @@ pub struct Gate {
     profile: Profile,
     #[cfg(feature = "remote")]
     client: std::sync::OnceLock<Result<crate::remote::Remote, String>>,
+    /// What the listings of the run's repositories say, by directory at a commit
+    /// (`hf://org/repo@COMMIT/dir`): the directory's safetensors files and their SHA-256.
+    #[cfg(feature = "remote")]
+    listed: std::sync::Mutex<std::collections::HashMap<String, crate::remote::Known>>,
 }
 
 impl Gate {
@@ -180,6 +202,8 @@ impl Gate {
             profile,
             #[cfg(feature = "remote")]
             client: std::sync::OnceLock::new(),
+            #[cfg(feature = "remote")]
+            listed: std::sync::Mutex::default(),
         })
     }
 
@@ -201,20 +225,164 @@ impl Gate {
     /// The targets of `args` (paths, `-` for standard input, addresses): directories walked,
     /// links judged, and the files a set of the run names as shards left to that set.
     pub fn targets(&self, args: &[OsString]) -> Vec<Target> {
-        let targets = crate::walk::expand(
-            args,
-            self.options.link_policy(),
-            self.options.allow_empty,
-            self.options.name(Opt::AllowEmpty),
-        );
+        let targets = crate::walk::expand_for(args, &self.options);
         self.plan(targets, false).targets
     }
 
     /// [`Gate::targets`] with what each is expected to read (for a progress bar by bytes): a
     /// file's size, the sum of a set's shards when `size_shards`, 0 for what is not read; the
     /// total is `None` when standard input is among them.
+    ///
+    /// A whole repository on the hub (`hf://org/repo[@revision]`) is listed here, once, at the
+    /// commit its revision names now: its `*.safetensors` files and indexes become targets at
+    /// that commit (the shards an index names left to it, as in a walk), its files of other
+    /// weight formats are not checked (unless allowed), and a repository that cannot be
+    /// listed is not checked.
     pub fn plan(&self, targets: Vec<Target>, size_shards: bool) -> Plan {
+        #[cfg(feature = "remote")]
+        let targets = self.expand_repositories(targets);
         plan(targets, self, size_shards)
+    }
+
+    #[cfg(feature = "remote")]
+    fn expand_repositories(&self, targets: Vec<Target>) -> Vec<Target> {
+        use crate::remote::Remote;
+        if !targets
+            .iter()
+            .any(|t| matches!(t, Target::Url(a) if Remote::is_repository(a)))
+        {
+            return targets;
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for t in targets {
+            match t {
+                Target::Url(a) if Remote::is_repository(&a) => self.repository(&a, &mut out),
+                t => out.push(t),
+            }
+        }
+        out
+    }
+
+    /// The targets of the repository at `address`.
+    #[cfg(feature = "remote")]
+    fn repository(&self, address: &str, out: &mut Vec<Target>) {
+        use crate::fs::{checkpoint_kind, other_format, Checkpoint, NotChecked};
+        use std::collections::{BTreeMap, HashSet};
+        use std::ffi::OsStr;
+        let fail = |m: String| {
+            Target::UrlNotChecked(address.to_owned(), ReadError::new(ReadErrorKind::Io, m))
+        };
+        let client = match self.client() {
+            Ok(c) => c,
+            Err(e) => return out.push(fail(e)),
+        };
+        let base = |p: &str| -> (String, String) {
+            match p.rsplit_once('/') {
+                Some((d, n)) => (d.to_owned(), n.to_owned()),
+                None => (String::new(), p.to_owned()),
+            }
+        };
+        let keep = |p: &str| {
+            let name = OsStr::new(p.rsplit('/').next().unwrap_or(p));
+            checkpoint_kind(name).is_some() || other_format(name).is_some()
+        };
+        let listing = match client.list_repository(address, &keep) {
+            Ok(l) => l,
+            Err(e) => {
+                return out.push(fail(format!(
+                    "could not list the repository's files: {}",
+                    e.message()
+                )))
+            }
+        };
+        let mut files = listing.files.clone();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let at = |f: &crate::remote::RepoFile| listing.address_of(address, f);
+        // What each directory holds, for INDEX-SHARD-UNLISTED and INTEGRITY-SHA256.
+        let mut dirs: BTreeMap<String, crate::remote::Known> = BTreeMap::new();
+        for f in &files {
+            let (dir, name) = base(&f.path);
+            let known = dirs.entry(dir).or_default();
+            if checkpoint_kind(OsStr::new(&name)) == Some(Checkpoint::Safetensors) {
+                known.listed.get_or_insert_with(Vec::new).push(name.clone());
+            }
+            if let Some(sha) = &f.lfs_sha256 {
+                known.sha256.insert(name, sha.clone());
+            }
+        }
+        // The shards each index names are checked with it, not on their own (as in a walk).
+        let mut named: HashSet<String> = HashSet::new();
+        for f in &files {
+            if checkpoint_kind(OsStr::new(&base(&f.path).1)) != Some(Checkpoint::Index) {
+                continue;
+            }
+            let Some(addr) = at(f) else { continue };
+            // An index that cannot be read here is reported by its own check.
+            if let Ok(bytes) = client.fetch_index(&addr, &self.config) {
+                let (dir, _) = base(&f.path);
+                index::visit_shard_names(&bytes, &self.config, &mut |name| {
+                    named.insert(if dir.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{dir}/{name}")
+                    });
+                    std::ops::ControlFlow::Continue(())
+                });
+            }
+        }
+        if let Ok(mut listed) = self.listed.lock() {
+            for (dir, known) in dirs {
+                let key = match HfDirKey::of_repo(address, &listing.commit, &dir) {
+                    Some(k) => k,
+                    None => continue,
+                };
+                listed.insert(key, known);
+            }
+        }
+        let before = out.len();
+        for f in &files {
+            let Some(addr) = at(f) else { continue };
+            let name = base(&f.path).1;
+            let name = OsStr::new(&name);
+            match checkpoint_kind(name) {
+                Some(Checkpoint::Index) => out.push(Target::Url(addr)),
+                Some(Checkpoint::Safetensors) => {
+                    if !named.contains(&f.path) {
+                        out.push(Target::Url(addr));
+                    }
+                }
+                None => {
+                    if let (Some(format), false) =
+                        (other_format(name), self.options.allow_other_formats)
+                    {
+                        let why = NotChecked::OtherFormat {
+                            format,
+                            option: self.options.name(crate::options::Opt::AllowOtherFormats),
+                        };
+                        out.push(Target::UrlNotChecked(addr, why.into()));
+                    }
+                }
+            }
+        }
+        if out.len() == before && !self.options.allow_empty {
+            let why = NotChecked::Empty {
+                option: self.options.name(crate::options::Opt::AllowEmpty),
+            };
+            out.push(Target::UrlNotChecked(address.to_owned(), why.into()));
+        }
+    }
+
+    /// What the run's listings say about the file or index at `address`.
+    #[cfg(feature = "remote")]
+    fn known(&self, address: &str) -> crate::remote::Known {
+        let Some(key) = HfDirKey::of_file(address) else {
+            return crate::remote::Known::default();
+        };
+        self.listed
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&key).cloned())
+            .unwrap_or_default()
     }
 
     /// Check one target with `threads` for a file's deep scan, telling `progress` of the bytes
@@ -242,6 +410,19 @@ impl Gate {
             }
             Target::Index(path, root) => self.index(path, root.as_deref(), &config, progress, sink),
             Target::Url(url) => self.url(url, &config, sink),
+            Target::UrlNotChecked(url, why) => {
+                let text = crate::target::shown_url(url);
+                let at = Shown {
+                    text: &text,
+                    place: Place::Url(url),
+                };
+                let how = if why.is_policy() {
+                    Unchecked::Policy
+                } else {
+                    Unchecked::Unreadable
+                };
+                unchecked(&at, why, how, false, sink)
+            }
             Target::NotChecked(path, why) => {
                 let text = crate::fs::display_path(path);
                 let at = Shown {
@@ -434,16 +615,31 @@ impl Gate {
         } else {
             Depth::Header
         };
-        let is_index = url
-            .split(['?', '#'])
-            .next()
-            .is_some_and(|p| p.ends_with(index::INDEX_SUFFIX));
+        let is_index = url.split(['?', '#']).next().is_some_and(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            crate::fs::checkpoint_kind(std::ffi::OsStr::new(name))
+                == Some(crate::fs::Checkpoint::Index)
+        });
+        let known = self.known(url);
+        let pinned = HfDirKey::commit_of(url);
+        let hub = |h: &HubInfo| {
+            let mut h = h.clone();
+            if h.commit.is_none() {
+                h.commit = pinned.clone();
+            }
+            h
+        };
         if !is_index {
-            let checked = client.check_with(url, config, depth, &mut |_, _| {});
+            let checked = client.check_known(url, config, depth, &known, &mut |_, _| {});
             let via = Via::Remote {
                 resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
                 cost: checked.cost,
+                hub: hub(&checked.hub),
             };
+            if let Some(m) = moved(&pinned, &checked.hub) {
+                let e = ReadError::new(ReadErrorKind::Io, m);
+                return unchecked(&at, &e, Unchecked::Unreadable, false, sink);
+            }
             return match &checked.outcome {
                 Ok(Found::File(f)) => self.checked(&at, &f.checked, &via, sink),
                 Ok(Found::Index(_)) => {
@@ -451,7 +647,7 @@ impl Gate {
                     unchecked(&at, &e, Unchecked::Unreadable, false, sink)
                 }
                 Err(e) => {
-                    let e = ReadError::new(ReadErrorKind::Io, e.to_string());
+                    let e = ReadError::new(ReadErrorKind::Io, e.message());
                     unchecked(&at, &e, Unchecked::Unreadable, false, sink)
                 }
             };
@@ -461,7 +657,7 @@ impl Gate {
             None => String::new(),
         };
         let mut written = sink.index_start(&at, &dir, None);
-        let checked = client.check_with(url, config, depth, &mut |name, outcome| {
+        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome| {
             if written.is_ok() {
                 written = sink.shard(name, outcome);
             }
@@ -469,14 +665,19 @@ impl Gate {
         let via = Via::Remote {
             resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
             cost: checked.cost,
+            hub: hub(&checked.hub),
         };
         let result = match checked.outcome {
+            Ok(_) if moved(&pinned, &checked.hub).is_some() => Err(ReadError::new(
+                ReadErrorKind::Io,
+                moved(&pinned, &checked.hub).unwrap_or_default(),
+            )),
             Ok(Found::Index(ic)) => Ok(ic.report),
             Ok(Found::File(_)) => Err(ReadError::new(
                 ReadErrorKind::Io,
                 "a file where an index was named",
             )),
-            Err(e) => Err(ReadError::new(ReadErrorKind::Io, e.to_string())),
+            Err(e) => Err(ReadError::new(ReadErrorKind::Io, e.message())),
         };
         let written = written.and_then(|()| sink.index_end(&at, result.as_ref(), &via));
         Done {
@@ -503,6 +704,54 @@ impl Gate {
     }
 }
 
+/// Why a file requested at commit `pinned` is not that commit's: the hub said it served
+/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit.
+#[cfg(feature = "remote")]
+fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<String> {
+    match (pinned, &hub.commit) {
+        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(format!(
+            "requested at commit {p}, the server answered with commit {c} (X-Repo-Commit): \
+             not the bytes asked for"
+        )),
+        _ => None,
+    }
+}
+
+/// The key of a directory of a repository at a commit: `hf://[kind/]org/repo@COMMIT/dir`.
+#[cfg(feature = "remote")]
+struct HfDirKey;
+
+#[cfg(feature = "remote")]
+impl HfDirKey {
+    /// The key of `dir` of the repository `address` at `commit`.
+    fn of_repo(address: &str, commit: &str, dir: &str) -> Option<String> {
+        let file = crate::remote::file_at(address, commit, "x")?;
+        let repo = file.strip_suffix("/x")?;
+        Some(if dir.is_empty() {
+            repo.to_owned()
+        } else {
+            format!("{repo}/{dir}")
+        })
+    }
+
+    /// The key of the directory of the file `address` (an `hf://` address of a file).
+    fn of_file(address: &str) -> Option<String> {
+        if !address
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("hf://"))
+        {
+            return None;
+        }
+        address.rsplit_once('/').map(|(d, _)| d.to_owned())
+    }
+
+    /// The revision of an `hf://` file address, if it is a full commit id (40 hex digits).
+    fn commit_of(address: &str) -> Option<String> {
+        crate::remote::revision_of(address)
+            .filter(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+}
+
 /// The client of a run's URLs: `HF_TOKEN` / `HF_ENDPOINT` from the environment, the run's
 /// headers, CA file and deadline.
 #[cfg(feature = "remote")]
@@ -520,6 +769,9 @@ fn remote_client(o: &RunOptions) -> Result<crate::remote::Remote, String> {
     }
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
+    opts.max_requests = o
+        .max_requests
+        .unwrap_or(crate::options::DEFAULT_MAX_REQUESTS);
     if let Some(t) = o.timeout {
         opts.total_timeout = t;
         opts.stream_timeout = Some(t);
@@ -669,7 +921,10 @@ fn plan(targets: Vec<Target>, gate: &Gate, size_shards: bool) -> Plan {
                 0
             }
             // A URL's length is known only once it is checked: it adds nothing to the total.
-            Target::Url(_) | Target::NotChecked(..) | Target::WalkError(..) => 0,
+            Target::Url(_)
+            | Target::UrlNotChecked(..)
+            | Target::NotChecked(..)
+            | Target::WalkError(..) => 0,
         };
         total = total.map(|t| t.saturating_add(n));
         sized.push(target);

@@ -20,8 +20,13 @@ pub enum Target {
     Index(PathBuf, Option<PathBuf>),
     /// Standard input.
     Stdin,
-    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`).
+    /// A file or an index on an HTTP(S) server (`http://`, `https://`, `hf://`). A whole
+    /// repository on the hub (`hf://org/repo[@revision]`) is listed by [`crate::Gate::plan`]
+    /// into the targets of its files.
     Url(String),
+    /// An address that is not checked: a repository whose files could not be listed, or a
+    /// file of a repository in another weight format than safetensors.
+    UrlNotChecked(String, stcheck::ReadError),
     /// A path that looks like a checkpoint (or a directory that could hold one, or a
     /// directory with nothing to check) that is not checked: a failure of the run.
     NotChecked(PathBuf, stcheck::ReadError),
@@ -39,14 +44,96 @@ enum Named {
     Special(PathBuf, FileKind),
 }
 
+/// Expand the command-line paths into targets as a run's options say: links, empty
+/// directories, files of other weight formats (each face's option names in the messages).
+pub fn expand_for(paths: &[OsString], options: &crate::options::RunOptions) -> Vec<Target> {
+    use crate::options::Opt;
+    let walker = Walker::new(options.link_policy())
+        .allow_empty(options.allow_empty)
+        .empty_option_name(options.name(Opt::AllowEmpty))
+        .allow_other_formats(options.allow_other_formats)
+        .other_formats_option_name(options.name(Opt::AllowOtherFormats))
+        // Validated by RunOptions::resolve; a pattern that does not compile excludes nothing
+        // (checking more, never less).
+        .exclude(options.exclude_globs().unwrap_or_default());
+    let targets = expand_with(paths, walker);
+    if options.with_sets {
+        with_sets(targets)
+    } else {
+        targets
+    }
+}
+
+/// The targets, each named `*.safetensors` file followed (once) by the indexes of its
+/// directory that are not targets already. The shards an index names are then left to it
+/// by the plan ([`crate::Gate::plan`]).
+fn with_sets(targets: Vec<Target>) -> Vec<Target> {
+    use std::collections::HashSet;
+    let mut seen: HashSet<PathBuf> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Index(p, _) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut dirs_done: HashSet<PathBuf> = HashSet::new();
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        let dir = match &t {
+            Target::File(p) => Some(match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            }),
+            _ => None,
+        };
+        let prefix_dot =
+            matches!(&t, Target::File(p) if p.parent().is_some_and(|d| d.as_os_str().is_empty()));
+        out.push(t);
+        let Some(dir) = dir else { continue };
+        if !dirs_done.insert(dir.clone()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut indexes: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| checkpoint_kind(&e.file_name()) == Some(Checkpoint::Index))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| {
+                if prefix_dot {
+                    PathBuf::from(e.file_name())
+                } else {
+                    dir.join(e.file_name())
+                }
+            })
+            .collect();
+        indexes.sort();
+        for index in indexes {
+            if seen.insert(index.clone()) {
+                out.push(Target::Index(index, None));
+            }
+        }
+    }
+    out
+}
+
 /// Expand the command-line paths into targets: links judged by `links`, and a directory with
-/// nothing to check not checked unless `allow_empty` (whose option is named `empty_option`).
+/// nothing to check not checked unless `allow_empty` (whose option is named `empty_option`);
+/// files of other weight formats found in a directory are reported (see [`expand_for`]).
 pub fn expand(
     paths: &[OsString],
     links: LinkPolicy,
     allow_empty: bool,
     empty_option: &'static str,
 ) -> Vec<Target> {
+    let walker = Walker::new(links)
+        .allow_empty(allow_empty)
+        .empty_option_name(empty_option);
+    expand_with(paths, walker)
+}
+
+fn expand_with(paths: &[OsString], mut walker: Walker) -> Vec<Target> {
     let named: Vec<Named> = paths
         .iter()
         .map(|p| {
@@ -64,9 +151,6 @@ pub fn expand(
             }
         })
         .collect();
-    let mut walker = Walker::new(links)
-        .allow_empty(allow_empty)
-        .empty_option_name(empty_option);
     for n in &named {
         if let Named::Dir(d) = n {
             walker.declare_root(d);

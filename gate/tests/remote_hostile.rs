@@ -650,7 +650,7 @@ fn bad_addresses_are_refused_without_a_request() {
     for (addr, words) in [
         ("http://user:pa55word@127.0.0.1:1/x", "user information"),
         ("ftp://127.0.0.1/x", "not an http"),
-        ("hf://org", "org/repo/path"),
+        ("hf://org", "org/repo"),
         ("hf://org/repo/../x", "'..'"),
         // Issue 19: a revision is a segment like the path's, however it is spelled.
         ("hf://org/repo@../model.safetensors", "revision"),

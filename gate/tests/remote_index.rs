@@ -456,8 +456,11 @@ fn shards_are_fetched_a_few_at_a_time_and_reported_in_index_order() {
     assert_eq!(names, want);
     let per_shard: u32 = got.shards.iter().map(|(_, c)| c.requests).sum();
     assert_eq!(check.cost.requests, 1 + per_shard);
+    // The server sees a response end when its handler returns, a little after the client got
+    // the last byte and went on to the next shard: on a loaded machine one more may seem in
+    // flight than the client ever had. The bound is 3; 4 is that slack; 12 would be no bound.
     let at_once = shards_at_once(&server);
-    assert!((2..=3).contains(&at_once), "{at_once} at once");
+    assert!((2..=4).contains(&at_once), "{at_once} at once");
 }
 
 /// Shards whose headers together pass the budget of header bytes in flight wait for the

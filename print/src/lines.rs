@@ -78,7 +78,11 @@ impl<W: Write> Sink for JsonLines<W> {
     fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
         let record = FileRecord::new(at.text, c, self.options_via(via));
         let record = match via {
-            Via::Remote { resolved, cost } => record.with_remote(resolved, *cost),
+            Via::Remote {
+                resolved,
+                cost,
+                hub,
+            } => record.with_remote(resolved, *cost).with_hub(hub.into()),
             Via::Local(_) | Via::Memory => record,
         };
         wire::write_line(&mut self.out, "file", &record)
@@ -135,7 +139,11 @@ impl<W: Write> Sink for JsonLines<W> {
             Ok(rep) => {
                 let tail = IndexTail::new(rep).profile(self.o.profile);
                 let tail = match via {
-                    Via::Remote { resolved, cost } => tail.with_remote(resolved, *cost),
+                    Via::Remote {
+                        resolved,
+                        cost,
+                        hub,
+                    } => tail.with_remote(resolved, *cost).with_hub(hub.into()),
                     Via::Local(_) | Via::Memory => tail,
                 };
                 // The tail's fields close the record the head opened.

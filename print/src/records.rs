@@ -447,6 +447,66 @@ impl From<stcheck_gate::Cost> for RemoteCost {
 struct RemoteInfo<'a> {
     resolved: &'a str,
     cost: RemoteCost,
+    hub: Option<HubRecord<'a>>,
+}
+
+/// What a server said about a file it served, for a record: the commit a hub served it from,
+/// its entity tag, and the SHA-256 the hub publishes for it, where it said them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubRecord<'a> {
+    /// `commit`: the repository commit (`X-Repo-Commit`).
+    pub commit: Option<&'a str>,
+    /// `etag`: the entity tag, quotes removed.
+    pub etag: Option<&'a str>,
+    /// `lfs_sha256`: the SHA-256 the hub publishes (LFS files).
+    pub lfs_sha256: Option<&'a str>,
+}
+
+impl<'a> HubRecord<'a> {
+    /// What a server said: commit, entity tag, published SHA-256.
+    pub fn new(
+        commit: Option<&'a str>,
+        etag: Option<&'a str>,
+        lfs_sha256: Option<&'a str>,
+    ) -> Self {
+        HubRecord {
+            commit,
+            etag,
+            lfs_sha256,
+        }
+    }
+}
+
+#[cfg(feature = "gate")]
+impl<'a> From<&'a stcheck_gate::HubInfo> for HubRecord<'a> {
+    fn from(h: &'a stcheck_gate::HubInfo) -> Self {
+        HubRecord::new(
+            h.commit.as_deref(),
+            h.etag.as_deref(),
+            h.lfs_sha256.as_deref(),
+        )
+    }
+}
+
+impl RemoteInfo<'_> {
+    /// `url`, `cost`, and what the hub said: `commit`, `etag`, `lfs_sha256` where it said it.
+    fn write<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        m.serialize_entry("url", self.resolved)?;
+        m.serialize_entry("cost", &self.cost)?;
+        if let Some(h) = &self.hub {
+            if let Some(c) = h.commit {
+                m.serialize_entry("commit", c)?;
+            }
+            if let Some(e) = h.etag {
+                m.serialize_entry("etag", e)?;
+            }
+            if let Some(x) = h.lfs_sha256 {
+                m.serialize_entry("lfs_sha256", x)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<'a> FileRecord<'a> {
@@ -466,7 +526,16 @@ impl<'a> FileRecord<'a> {
         self.remote = Some(RemoteInfo {
             resolved,
             cost: cost.into(),
+            hub: None,
         });
+        self
+    }
+
+    /// What the server said about the file (after [`FileRecord::with_remote`]).
+    pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
+        if let Some(r) = &mut self.remote {
+            r.hub = Some(hub);
+        }
         self
     }
 
@@ -500,8 +569,7 @@ impl Serialize for FileRecord<'_> {
         m.serialize_entry("profile", &o.profile)?;
         m.serialize_entry("mode", &o.mode_name())?;
         if let Some(r) = self.remote {
-            m.serialize_entry("url", r.resolved)?;
-            m.serialize_entry("cost", &r.cost)?;
+            r.write(&mut m)?;
         }
         m.serialize_entry("size", &c.file_len)?;
         let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
@@ -826,7 +894,16 @@ impl<'a> IndexTail<'a> {
         self.remote = Some(RemoteInfo {
             resolved,
             cost: cost.into(),
+            hub: None,
         });
+        self
+    }
+
+    /// What the server said about the index (after [`IndexTail::with_remote`]).
+    pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
+        if let Some(r) = &mut self.remote {
+            r.hub = Some(hub);
+        }
         self
     }
 
@@ -865,8 +942,7 @@ impl Serialize for IndexTail<'_> {
             m.serialize_entry("portable", &PortableRecord(p))?;
         }
         if let Some(remote) = self.remote {
-            m.serialize_entry("url", remote.resolved)?;
-            m.serialize_entry("cost", &remote.cost)?;
+            remote.write(&mut m)?;
         }
         m.end()
     }

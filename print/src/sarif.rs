@@ -112,7 +112,7 @@ pub struct RuleDescriptor {
     pub help: MultiformatMessage,
     /// `{"level": "error" | "warning"}`: the rule's severity.
     pub default_configuration: Configuration,
-    /// `{"kind": "malformed" | "invalid", "tags": [...]}`.
+    /// `{"kind": "malformed" | "invalid" | "integrity", "tags": [...]}`.
     pub properties: RuleProperties,
 }
 

@@ -190,6 +190,26 @@ impl fmt::Debug for Finding {
 pub struct Error(Box<Finding>);
 
 impl Error {
+    /// `INTEGRITY-SHA256`: the file's SHA-256 (`computed`) is not the `published` one (hex,
+    /// as its server gives it). At offset 0: the digest is over the whole file.
+    pub fn sha256_mismatch(published: &str, computed: &[u8; 32]) -> Error {
+        let hex: String = computed.iter().map(|b| format!("{b:02x}")).collect();
+        let published: String = published
+            .chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(64)
+            .collect();
+        Finding::new(
+            Rule::IntegritySha256,
+            0,
+            format!(
+                "the file's SHA-256 is {hex}, but its server publishes {published} for it: \
+                 these are not the bytes that were published"
+            ),
+        )
+        .into()
+    }
+
     /// The finding behind the error.
     pub fn finding(&self) -> &Finding {
         &self.0
@@ -275,6 +295,9 @@ pub enum ReadErrorKind {
     Loop,
     /// A directory named to be checked holds nothing to check.
     Empty,
+    /// A file of another weight format than safetensors (a pickle, GGUF, ...), named by a
+    /// gate rather than passed unseen.
+    OtherFormat,
     /// Any other I/O failure (permission denied, a read error, a network failure).
     Io,
 }
@@ -290,6 +313,7 @@ impl ReadErrorKind {
             ReadErrorKind::Changed => "changed",
             ReadErrorKind::Loop => "loop",
             ReadErrorKind::Empty => "empty",
+            ReadErrorKind::OtherFormat => "other_format",
             ReadErrorKind::Io => "io",
         }
     }

@@ -16,6 +16,10 @@ pub enum Kind {
     /// The header decodes, but breaks a rule of the format: schema, dtype, sizes, layout,
     /// names, data. Found by stage 2 (and the deep scan).
     Invalid,
+    /// The bytes are not the ones their publisher vouched for: a digest published for the
+    /// file (a hub's LFS SHA-256) differs from the file's. Not a fault of the format: the
+    /// file may be well formed, but it is not the file that was published.
+    Integrity,
 }
 
 impl Kind {
@@ -24,6 +28,7 @@ impl Kind {
         match self {
             Kind::Malformed => "malformed",
             Kind::Invalid => "invalid",
+            Kind::Integrity => "integrity",
         }
     }
 }
@@ -223,6 +228,9 @@ rules! {
     /// Portable profile: a chosen reader refuses the file (a support note; a warning, an error
     /// only when the caller asks for refusals to count).
     PortableRefused = "PORTABLE-REFUSED", Invalid, Warning;
+    /// The file's SHA-256 differs from the one its server publishes for it (the hub's LFS
+    /// object id, `X-Linked-Etag`): checked with `sha256` when a digest is published.
+    IntegritySha256 = "INTEGRITY-SHA256", Integrity, Error;
 }
 
 impl fmt::Display for Rule {

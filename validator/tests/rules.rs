@@ -1617,6 +1617,24 @@ fn writer_output_is_clean() {
 
 /// Every header rule has at least one rejecting (or warning) case above. Runs the other tests'
 /// bodies itself so the check does not depend on test order.
+/// INTEGRITY-SHA256 needs a server that publishes a digest (tested against a mock hub in
+/// `cli/tests/hub.rs`); here, the finding the gate builds for a mismatch.
+#[test]
+fn integrity_sha256() {
+    let computed = [0xabu8; 32];
+    let e = Error::sha256_mismatch(&"cd".repeat(32), &computed);
+    assert_eq!(e.rule(), Rule::IntegritySha256);
+    assert_eq!(e.kind(), stcheck::Kind::Integrity);
+    assert_eq!(e.kind().as_str(), "integrity");
+    assert_eq!(e.offset(), 0);
+    assert!(e.message().contains(&"ab".repeat(32)), "{e}");
+    assert!(e.message().contains(&"cd".repeat(32)), "{e}");
+    // Whatever the server sent, the message holds hex digits only from it.
+    let e = Error::sha256_mismatch("\u{1b}[31mevil\nline", &computed);
+    assert!(!e.message().contains('\n') && !e.message().contains('\u{1b}'));
+    seen(Rule::IntegritySha256);
+}
+
 #[test]
 fn every_header_rule_is_exercised() {
     let tests: &[fn()] = &[
@@ -1659,6 +1677,7 @@ fn every_header_rule_is_exercised() {
         name_path,
         data_trailing,
         data_truncated,
+        integrity_sha256,
     ];
     for t in tests {
         t();

@@ -332,12 +332,8 @@ fn split_host_port(authority: &str) -> Result<(String, Option<u16>), String> {
     Ok((host.to_ascii_lowercase(), port))
 }
 
-/// The refusal of an `hf://` address without a file path.
-const WHOLE_REPOSITORY: &str = "an hf:// address needs a file path after org/repo: checking a \
-     whole repository (through the hub's file listing) is not supported; name its \
-     model.safetensors.index.json or its .safetensors files";
-
-/// A Hugging Face address, `hf://[datasets/|spaces/]org/repo[@revision]/path`.
+/// A Hugging Face address, `hf://[datasets/|spaces/]org/repo[@revision][/path]`: a file, or
+/// (without a path) the whole repository at that revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HfAddress {
     kind: &'static str,
@@ -349,6 +345,8 @@ pub(crate) struct HfAddress {
 impl HfAddress {
     /// Parse an `hf://` address. A revision runs to the next `/`, except that `refs/pr/N` and
     /// `refs/convert/NAME` are taken whole; a revision may also be given percent-encoded.
+    /// Without a file path (`hf://org/repo`, `hf://org/repo@v1`, `hf://org/repo/`), the
+    /// address names the whole repository ([`HfAddress::is_repository`]).
     pub(crate) fn parse(s: &str) -> Result<HfAddress, String> {
         let rest = strip_prefix_ignore_case(s, "hf://").ok_or("not an hf:// address")?;
         let (kind, rest) = if let Some(r) = rest.strip_prefix("datasets/") {
@@ -360,7 +358,7 @@ impl HfAddress {
         };
         let (org, rest) = rest
             .split_once('/')
-            .ok_or("an hf:// address needs org/repo/path")?;
+            .ok_or("an hf:// address needs org/repo, then an optional @revision and file path")?;
         let (repo_rev, path) = if let Some(at) = rest.find('@').filter(|&at| {
             // The '@' of a revision comes before the first '/'.
             rest.find('/').is_none_or(|slash| at < slash)
@@ -377,7 +375,7 @@ impl HfAddress {
             let path = parts.next().unwrap_or("");
             ((repo, Some(rev.join("/"))), path)
         } else {
-            let (repo, path) = rest.split_once('/').ok_or(WHOLE_REPOSITORY)?;
+            let (repo, path) = rest.split_once('/').unwrap_or((rest, ""));
             ((repo, None), path)
         };
         let (repo, rev) = repo_rev;
@@ -413,10 +411,7 @@ impl HfAddress {
                     .into(),
             );
         }
-        if path.is_empty() {
-            return Err(WHOLE_REPOSITORY.to_owned());
-        }
-        for seg in path.split('/') {
+        for seg in path.split('/').filter(|_| !path.is_empty()) {
             if seg.is_empty() || seg == "." || seg == ".." {
                 return Err(
                     "the file path of an hf:// address has an empty, '.' or '..' segment".into(),
@@ -434,8 +429,59 @@ impl HfAddress {
         })
     }
 
+    /// Whether the address names a whole repository (no file path).
+    pub(crate) fn is_repository(&self) -> bool {
+        self.path.is_empty()
+    }
+
+    /// The revision as given (`main` when none was).
+    pub(crate) fn revision(&self) -> &str {
+        &self.revision
+    }
+
+    /// The repository, `[datasets/|spaces/]org/repo`.
+    pub(crate) fn repository(&self) -> String {
+        format!("{}{}", self.kind, self.repo)
+    }
+
+    /// The file `path` of the same repository at revision `commit`, as an `hf://` address.
+    pub(crate) fn file_at(&self, commit: &str, path: &str) -> String {
+        format!("hf://{}{}@{commit}/{path}", self.kind, self.repo)
+    }
+
+    /// The hub's API URL `{endpoint}/api/{models|datasets|spaces}/{org}/{repo}/{what}/{revision}`
+    /// (what: `revision` or `tree`), as huggingface_hub's `repo_info` and `list_repo_tree`
+    /// build it: the revision quoted as one segment.
+    pub(crate) fn api_url(
+        &self,
+        endpoint: &Url,
+        what: &str,
+        revision: &str,
+    ) -> Result<Url, String> {
+        let base = endpoint.origin_and_path();
+        let base = base.trim_end_matches('/');
+        let kind = match self.kind {
+            "datasets/" => "datasets",
+            "spaces/" => "spaces",
+            _ => "models",
+        };
+        let query = if what == "tree" {
+            "?recursive=true"
+        } else {
+            ""
+        };
+        Url::parse(&format!(
+            "{base}/api/{kind}/{}/{what}/{}{query}",
+            self.repo,
+            encode_segment(revision)
+        ))
+    }
+
     /// The hub's `resolve` URL under `endpoint` (scheme, host and an optional path prefix).
     pub(crate) fn resolve_url(&self, endpoint: &Url) -> Result<Url, String> {
+        if self.is_repository() {
+            return Err("an hf:// address of a whole repository has no file URL".into());
+        }
         let base = endpoint.origin_and_path();
         let base = base.trim_end_matches('/');
         let path: Vec<String> = self.path.split('/').map(encode_segment).collect();
@@ -567,10 +613,29 @@ mod tests {
             let a = HfAddress::parse(addr).expect(addr);
             assert_eq!(a.resolve_url(endpoint).expect(addr).request_target(), want);
         }
-        for bad in [
-            "hf://org",
+        for repo in [
             "hf://org/repo",
             "hf://org/repo/",
+            "hf://org/repo@v1",
+            "hf://datasets/o/r",
+        ] {
+            let a = HfAddress::parse(repo).expect(repo);
+            assert!(a.is_repository(), "{repo}");
+            assert!(a.resolve_url(&hub).is_err());
+        }
+        let a = HfAddress::parse("hf://datasets/org/repo@refs/pr/1").expect("pr");
+        assert_eq!(
+            a.api_url(&mirror, "tree", "refs/pr/1")
+                .expect("tree")
+                .request_target(),
+            "http://127.0.0.1:9/mirror/api/datasets/org/repo/tree/refs%2Fpr%2F1?recursive=true"
+        );
+        assert_eq!(
+            a.file_at("abc", "d/x.safetensors"),
+            "hf://datasets/org/repo@abc/d/x.safetensors"
+        );
+        for bad in [
+            "hf://org",
             "hf://org/../x/y",
             "hf://org/repo/a/../b",
             "hf://org/repo@/x",

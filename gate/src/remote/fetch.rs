@@ -412,15 +412,13 @@ pub(super) fn check_stream(
     Ok(FileCheck { size, checked })
 }
 
-/// Fetch an index (at most one byte past the header limit) and check it with its shards.
-pub(super) fn check_index(
-    remote: &Remote,
+/// The bytes of an index: at most one byte past the header limit (a longer index is rejected
+/// by its check without being read further).
+pub(super) fn fetch_index_bytes(
     session: &mut Session<'_>,
     url: &Url,
     config: &Config,
-    depth: Depth,
-    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
-) -> Result<Found, RemoteError> {
+) -> Result<Vec<u8>, RemoteError> {
     let (resp, announced) = get_whole(session, url, "the index")?;
     let limit = verdict::index_read_limit(config);
     let mut reader = session.reader(resp);
@@ -435,7 +433,21 @@ pub(super) fn check_index(
             )));
         }
     }
-    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline());
+    Ok(bytes)
+}
+
+/// Fetch an index (at most one byte past the header limit) and check it with its shards.
+pub(super) fn check_index(
+    remote: &Remote,
+    session: &mut Session<'_>,
+    url: &Url,
+    config: &Config,
+    depth: Depth,
+    known: &super::Known,
+    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+) -> Result<Found, RemoteError> {
+    let bytes = fetch_index_bytes(session, url, config)?;
+    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known);
     let report = source.check(&bytes, config, on_shard);
     // The set's deadline passed is a timeout, whichever shard was under way.
     let kind = match source.failure() {
@@ -457,13 +469,28 @@ pub(super) fn check_file(
     url: &Url,
     config: &Config,
     depth: Depth,
+    published: Option<&str>,
 ) -> Result<FileCheck, RemoteError> {
     let config = verdict::config_for(config, depth);
-    if verdict::reads_data(&config) {
-        check_stream(session, url, &config)
-    } else {
-        check_header(session, url, &config)
+    if !verdict::reads_data(&config) {
+        return check_header(session, url, &config);
     }
+    let mut file = check_stream(session, url, &config)?;
+    // INTEGRITY-SHA256: the hash of a file the format accepts, against the one its server
+    // publishes (the listing's LFS id, else X-Linked-Etag).
+    let published = published
+        .map(str::to_owned)
+        .or_else(|| session.hub.lfs_sha256.clone());
+    if let Some(published) = published {
+        session.hub.lfs_sha256 = Some(published.clone());
+        if let (Some(computed), Ok(_)) = (&file.checked.sha256, &file.checked.verdict) {
+            let hex: String = computed.iter().map(|b| format!("{b:02x}")).collect();
+            if !hex.eq_ignore_ascii_case(&published) {
+                file.checked.verdict = Err(stcheck::Error::sha256_mismatch(&published, computed));
+            }
+        }
+    }
+    Ok(file)
 }
 
 /// Whether the URL names an index (by its last path segment, as a local path would).

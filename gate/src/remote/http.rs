@@ -110,6 +110,8 @@ pub(super) struct Session<'r> {
     /// The header bytes this shard holds of its set's budget, once its length is known.
     pub(super) permit: Option<Permit<'r>>,
     pub(super) cost: Cost,
+    /// What the hub said about the file: the commit, the LFS object's SHA-256, the ETag.
+    pub(super) hub: super::HubInfo,
 }
 
 /// Statuses retried with backoff.
@@ -155,6 +157,7 @@ impl<'r> Session<'r> {
             slot: None,
             permit: None,
             cost: Cost::default(),
+            hub: super::HubInfo::default(),
         }
     }
 
@@ -206,6 +209,7 @@ impl<'r> Session<'r> {
         let mut hops = 0u32;
         loop {
             let timeout = self.remaining()?;
+            self.remote.spend_request()?;
             self.cost.requests += 1;
             let result = self.request(&method, &url, range, timeout);
             let resp = match result {
@@ -221,6 +225,14 @@ impl<'r> Session<'r> {
                 }
             };
             let status = resp.status().as_u16();
+            if url.origin() == self.home {
+                // The hub answers a file's `resolve` URL with a redirect to its CDN that
+                // carries X-Repo-Commit and X-Linked-Etag: read them from every response of
+                // the address's own origin.
+                self.hub.note(resp.headers(), (200..300).contains(&status));
+            } else if (200..300).contains(&status) {
+                self.hub.note_etag(resp.headers());
+            }
             match status {
                 200..=299 | 416 => {
                     let (parts, body) = resp.into_parts();
@@ -293,6 +305,13 @@ impl<'r> Session<'r> {
                     self.wait(wait)?;
                 }
                 s => {
+                    if !retryable(s) {
+                        let reason = super::said::reason(s, resp.headers());
+                        return Err(RemoteError::status(
+                            s,
+                            format!("{}{}{reason}", status_text(s), self.from(&url)),
+                        ));
+                    }
                     let tried = if retryable(s) {
                         match opts.max_retries {
                             1 => " (after 1 retry)".to_owned(),

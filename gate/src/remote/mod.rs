@@ -18,7 +18,9 @@
 //!   resolved as a sibling of the index's URL, so under the `INDEX-SHARD-NAME` rule no shard
 //!   can leave the index's directory or host, and checked like a file. A shard answered with
 //!   404 or 410 is `INDEX-SHARD-MISSING`; any other failure makes the set "could not check".
-//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is not checked remotely. Up to
+//!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is checked remotely only for the
+//!   sets of a repository listed through the hub's API ([`Remote::list_repository`], used by
+//!   `Gate::plan` for `hf://org/repo[@revision]`, which hands the listing on as [`Known`]). Up to
 //!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time, within a budget
 //!   of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's check
 //!   in the index's order.
@@ -61,6 +63,8 @@
 mod address;
 mod fetch;
 mod http;
+mod hub;
+mod said;
 mod shards;
 mod verdict;
 
@@ -74,6 +78,7 @@ use stcheck::Config;
 
 use address::{HfAddress, Origin, Url};
 use http::{Deadline, Session};
+pub use hub::{HubInfo, Listing, RepoFile, MAX_ENTRIES, MAX_PAGES, MAX_PAGE_BYTES};
 
 /// The Hugging Face endpoint used when `HF_ENDPOINT` is not set.
 pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
@@ -96,6 +101,20 @@ const RESERVED_HEADERS: &[&str] = &[
 /// Bytes a header value may hold as text: printable ASCII, space and tab.
 fn header_value_byte(b: u8) -> bool {
     b == b'\t' || (b' '..=b'~').contains(&b)
+}
+
+/// The `hf://` address of `path` in the repository of `address` at `commit`.
+pub(crate) fn file_at(address: &str, commit: &str, path: &str) -> Option<String> {
+    HfAddress::parse(address)
+        .ok()
+        .map(|a| a.file_at(commit, path))
+}
+
+/// The revision of an `hf://` address.
+pub(crate) fn revision_of(address: &str) -> Option<String> {
+    HfAddress::parse(address)
+        .ok()
+        .map(|a| a.revision().to_owned())
 }
 
 /// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
@@ -145,6 +164,10 @@ pub struct RemoteOptions {
     /// header would pass it waits for the ones before it, so memory follows the largest
     /// header plus this, not the number of shards fetched at once. Default: 16 MiB.
     pub shard_header_budget: u64,
+    /// Most HTTP requests this client sends in all (redirects and retries included), over
+    /// every check made with it: a check that would pass it fails with
+    /// [`ErrorKind::Budget`]. Default: 1,000,000.
+    pub max_requests: u64,
     headers: Vec<(String, String)>,
     hf_token: Option<String>,
     hf_endpoint: String,
@@ -167,6 +190,7 @@ impl Default for RemoteOptions {
             first_fetch: 64 * 1024,
             max_concurrent_shards: 4,
             shard_header_budget: 16 << 20,
+            max_requests: 1_000_000,
             headers: Vec::new(),
             hf_token: None,
             hf_endpoint: DEFAULT_HF_ENDPOINT.to_owned(),
@@ -192,6 +216,7 @@ impl fmt::Debug for RemoteOptions {
             .field("first_fetch", &self.first_fetch)
             .field("max_concurrent_shards", &self.max_concurrent_shards)
             .field("shard_header_budget", &self.shard_header_budget)
+            .field("max_requests", &self.max_requests)
             .field(
                 "headers",
                 &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -335,6 +360,8 @@ pub enum ErrorKind {
     /// A shard of an index could not be checked (for a reason other than time: a shard, or
     /// the set, out of time is [`ErrorKind::Timeout`]).
     Shard,
+    /// The client's budget of requests ([`RemoteOptions::max_requests`]) is spent.
+    Budget,
 }
 
 /// Why an address could not be checked: says nothing about the file's validity. The message
@@ -380,8 +407,9 @@ impl RemoteError {
 }
 
 impl fmt::Display for RemoteError {
+    /// The message (a printer adds its own "not checked:" or "could not check:").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "could not check: {}", self.message)
+        f.write_str(&self.message)
     }
 }
 
@@ -426,12 +454,28 @@ pub struct UrlCheck {
     pub outcome: Result<Found, RemoteError>,
     /// Requests and bytes, over the index and its shards for an index.
     pub cost: Cost,
+    /// What the hub said about the file (or the index): its commit, ETag, SHA-256.
+    pub hub: HubInfo,
+}
+
+/// What a repository's listing tells the check of one of its files or sets.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Known {
+    /// The `*.safetensors` files in an index's directory (by file name), for
+    /// `INDEX-SHARD-UNLISTED`; `None`: not known (a server lists no directory).
+    pub listed: Option<Vec<String>>,
+    /// The SHA-256 (hex) the listing publishes for files of the address's directory, by file
+    /// name: compared with the file's own with `sha256`.
+    pub sha256: std::collections::HashMap<String, String>,
 }
 
 /// A client that checks files by URL. Cheap to share between threads (`&Remote` is `Sync`).
 pub struct Remote {
     agent: ureq::Agent,
     options: RemoteOptions,
+    /// Requests sent so far, against [`RemoteOptions::max_requests`].
+    sent: std::sync::atomic::AtomicU64,
     hf_endpoint: Url,
     hf_origin: Origin,
 }
@@ -500,6 +544,7 @@ impl Remote {
         Ok(Remote {
             agent,
             options,
+            sent: std::sync::atomic::AtomicU64::new(0),
             hf_endpoint,
             hf_origin,
         })
@@ -508,6 +553,30 @@ impl Remote {
     /// The options.
     pub fn options(&self) -> &RemoteOptions {
         &self.options
+    }
+
+    /// Requests sent so far by this client.
+    pub fn requests_sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Count one request against the budget; `Err` once it is spent.
+    fn spend_request(&self) -> Result<(), RemoteError> {
+        use std::sync::atomic::Ordering;
+        let max = self.options.max_requests;
+        let took = self
+            .sent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            });
+        took.map(|_| ()).map_err(|_| {
+            RemoteError::new(
+                ErrorKind::Budget,
+                format!(
+                    "the run's budget of {max} HTTP requests is spent (--max-requests raises it)"
+                ),
+            )
+        })
     }
 
     /// Check the file or index at `address` (`http://`, `https://` or `hf://`) under `config`.
@@ -525,6 +594,18 @@ impl Remote {
         depth: Depth,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
     ) -> UrlCheck {
+        self.check_known(address, config, depth, &Known::default(), on_shard)
+    }
+
+    /// [`Remote::check_with`], with what a repository's listing says about the address.
+    pub fn check_known(
+        &self,
+        address: &str,
+        config: &Config,
+        depth: Depth,
+        known: &Known,
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+    ) -> UrlCheck {
         let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {
             Ok(u) => u,
@@ -534,6 +615,7 @@ impl Remote {
                     resolved: None,
                     outcome: Err(e),
                     cost: Cost::default(),
+                    hub: HubInfo::default(),
                 }
             }
         };
@@ -550,9 +632,11 @@ impl Remote {
             Deadline::after(depth.timeout(&self.options), what),
         );
         let outcome = if is_index {
-            fetch::check_index(self, &mut session, &url, config, depth, on_shard)
+            fetch::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {
-            fetch::check_file(&mut session, &url, config, depth).map(|f| Found::File(Box::new(f)))
+            let published = known.sha256.get(&url.file_name()).map(String::as_str);
+            fetch::check_file(&mut session, &url, config, depth, published)
+                .map(|f| Found::File(Box::new(f)))
         };
         let outcome = outcome.map_err(|e| RemoteError {
             message: self.options.scrub(&e.message),
@@ -563,7 +647,20 @@ impl Remote {
             resolved: Some(url.shown()),
             outcome,
             cost: session.cost,
+            hub: session.hub,
         }
+    }
+
+    /// The bytes of the index at `address` (at most one byte past `config`'s header limit),
+    /// for a caller that needs the names of its shards.
+    pub fn fetch_index(&self, address: &str, config: &Config) -> Result<Vec<u8>, RemoteError> {
+        let url = self.resolve(address)?;
+        let deadline = Deadline::after(Some(self.options.total_timeout), Deadline::FILE);
+        let mut session = Session::new(self, &url, deadline);
+        fetch::fetch_index_bytes(&mut session, &url, config).map_err(|e| RemoteError {
+            message: self.options.scrub(&e.message),
+            ..e
+        })
     }
 
     fn resolve(&self, address: &str) -> Result<Url, RemoteError> {
@@ -573,6 +670,13 @@ impl Remote {
             .is_some_and(|p| p.eq_ignore_ascii_case("hf://"))
         {
             let hf = HfAddress::parse(address).map_err(bad)?;
+            if hf.is_repository() {
+                return Err(bad(
+                    "the address names a whole repository: its files are listed by the run \
+                     (Gate::targets), not checked as one file"
+                        .into(),
+                ));
+            }
             hf.resolve_url(&self.hf_endpoint).map_err(bad)
         } else {
             Url::parse(address).map_err(bad)

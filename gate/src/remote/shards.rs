@@ -46,6 +46,8 @@ pub(super) struct RemoteShards<'r> {
     costs: Mutex<Vec<(String, Cost)>>,
     /// The kind of the failure that ended the set's check, if one did.
     failure: Mutex<Option<ErrorKind>>,
+    /// What the repository's listing says: the index directory's files and their SHA-256.
+    known: super::Known,
 }
 
 /// What the planner, the workers and the checker share.
@@ -258,7 +260,13 @@ impl Drop for Planned<'_> {
 
 impl<'r> RemoteShards<'r> {
     /// The shards of the index at `index`, all under `deadline`.
-    pub(super) fn new(remote: &'r Remote, index: Url, depth: Depth, deadline: Deadline) -> Self {
+    pub(super) fn new(
+        remote: &'r Remote,
+        index: Url,
+        depth: Depth,
+        deadline: Deadline,
+        known: &super::Known,
+    ) -> Self {
         let workers = remote.options.max_concurrent_shards.max(1);
         RemoteShards {
             remote,
@@ -274,6 +282,7 @@ impl<'r> RemoteShards<'r> {
             },
             costs: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
+            known: known.clone(),
         }
     }
 
@@ -421,7 +430,8 @@ impl<'r> RemoteShards<'r> {
         if let Some(slot) = slot {
             session = session.in_set(slot);
         }
-        let result = fetch::check_file(&mut session, &url, config, self.depth);
+        let published = self.known.sha256.get(name).map(String::as_str);
+        let result = fetch::check_file(&mut session, &url, config, self.depth, published);
         let held = session.permit.take().map_or(0, Permit::keep);
         Fetched {
             result: result.map(|f| f.checked),
@@ -549,9 +559,10 @@ fn timed_out(shared: &Shared) -> Fetched {
 }
 
 impl ShardSource for RemoteShards<'_> {
-    /// A server has no directory listing: `INDEX-SHARD-UNLISTED` cannot be checked remotely.
+    /// A server has no directory listing: `INDEX-SHARD-UNLISTED` is checked only with a
+    /// repository's listing of the hub.
     fn list(&self) -> Result<Vec<String>, ReadError> {
-        Ok(Vec::new())
+        Ok(self.known.listed.clone().unwrap_or_default())
     }
 
     /// `name` has passed `check_shard_name` (a plain file name), so its URL is in the index's

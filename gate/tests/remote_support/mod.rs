@@ -182,8 +182,25 @@ impl Server {
         Server::spawn(Arc::new(handler), Some(config))
     }
 
+    /// A plain HTTP server on another loopback address (`127.0.0.2`: another host for the
+    /// client, as a hub's CDN is).
+    pub fn start_at(
+        ip: &'static str,
+        handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::spawn_at(ip, Arc::new(handler), None)
+    }
+
     fn spawn(handler: Arc<Handler>, tls: Option<Arc<rustls::ServerConfig>>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Server::spawn_at("127.0.0.1", handler, tls)
+    }
+
+    fn spawn_at(
+        ip: &'static str,
+        handler: Arc<Handler>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Server {
+        let listener = TcpListener::bind((ip, 0)).expect("bind a loopback port");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("local_addr");
         let stop = Arc::new(AtomicBool::new(false));
@@ -226,9 +243,9 @@ impl Server {
         self.addr.port()
     }
 
-    /// `http://127.0.0.1:PORT` + `path`.
+    /// `http://IP:PORT` + `path` (127.0.0.1 unless started elsewhere).
     pub fn url(&self, path: &str) -> String {
-        format!("{}://127.0.0.1:{}{path}", self.scheme, self.port())
+        format!("{}://{}:{}{path}", self.scheme, self.addr.ip(), self.port())
     }
 
     /// The same server under another host name (another origin for the client).
