@@ -100,7 +100,7 @@ def is_url(target: Any) -> bool:
     """Whether ``target`` is a string naming a URL (``http://``, ``https://``, ``hf://``, any
     case), as the CLI decides it. Only ``str`` targets are URLs: a ``pathlib.Path`` is always
     a path."""
-    if not isinstance(target, str):
+    if not isinstance(target, str) or "://" not in target[:9]:
         return False
     try:
         target.encode("utf-8")
@@ -110,6 +110,36 @@ def is_url(target: Any) -> bool:
     if native is not None:
         return bool(native(target))
     return target[:8].lower().startswith(URL_SCHEMES)
+
+
+#: Runners (``_native.Runner``: the options resolved once) by the keyword options they were
+#: made from, so that a loop of ``check(path)`` resolves its options once.
+_RUNNERS: Dict[Any, Any] = {}
+_RUNNERS_MAX = 64
+
+
+def _runner(kw: Dict[str, Any]) -> Any:
+    """The native runner for these keyword options (see ``options``), made once per set of
+    options (options that cannot be a key, such as lists, make one per call)."""
+    try:
+        key = tuple(sorted(kw.items())) if kw else ()
+        runner = _RUNNERS.get(key)
+    except TypeError:
+        return _native.Runner(options(**kw))
+    if runner is None:
+        runner = _native.Runner(options(**kw))
+        if len(_RUNNERS) >= _RUNNERS_MAX:
+            _RUNNERS.clear()
+        _RUNNERS[key] = runner
+    return runner
+
+
+def _from_outcome(outcome: Any) -> Union[Report, IndexReport]:
+    """The report of a native outcome (a checked file's stays native until asked); a target
+    that could not be read raises ``ReadError``."""
+    if outcome.status is not None:
+        return Report("file", None, outcome)
+    return _report(outcome.line(), outcome.errno)
 
 
 def _is_index(path: Any) -> bool:
@@ -211,6 +241,10 @@ def check(
 
     A file that cannot be read raises ``stcheck.ReadError`` (an ``OSError``), never a verdict.
     """
+    if isinstance(target, bytes):
+        return _from_outcome(_runner(opts).check_bytes(target, name or "<bytes>"))
+    if not isinstance(target, _BYTES) and not is_url(target):
+        return _from_outcome(_runner(opts).check(target))
     line, errno = _native_record(target, options(**opts), name)
     return _report(line, errno)
 
@@ -218,8 +252,7 @@ def check(
 def check_index(path: PathLike, **opts: Any) -> IndexReport:
     """Check a sharded set by its ``*.safetensors.index.json``: the index and every shard it
     names (each checked as a file with the same options), as one set."""
-    line, errno = _native.check_paths([path], options(**opts))[0]
-    report = _report(line, errno)
+    report = _from_outcome(_runner(opts).check(path))
     assert isinstance(report, IndexReport)
     return report
 

@@ -20,6 +20,34 @@ class CheckedFile:
         """``length`` bytes at ``offset`` (pread, without the GIL); raises ``ReadFailed``."""
         ...
 
+_Spec = Tuple[str, str, Tuple[int, ...], int, int, int]
+
+class Outcome:
+    """One record of a check: a checked file's verdict kept natively (its record written by
+    the CLI's printer only when ``line()`` is called), or any other record's line."""
+
+    @property
+    def status(self) -> Optional[str]:
+        """``"valid"``/``"invalid"`` for a checked file; ``None`` for any other record."""
+        ...
+    @property
+    def errno(self) -> Optional[int]: ...
+    def line(self) -> str:
+        """The JSON line ``stcheck --json`` writes (without the newline)."""
+        ...
+    def specs(self) -> Optional[List[_Spec]]:
+        """A valid file's tensors: ``(name, dtype, shape, file offset, elements, bytes)``."""
+        ...
+
+class Runner:
+    """The options of a run resolved once (``opts`` as for the functions below)."""
+
+    def __init__(self, opts: Dict[str, Any]) -> None: ...
+    def check(self, path: _Path) -> Outcome: ...
+    def check_many(self, paths: List[_Path]) -> List[Outcome]: ...
+    def check_bytes(self, data: bytes, name: str) -> Outcome: ...
+    def open(self, path: _Path, read: bool) -> Tuple[Outcome, Optional["_Kept"]]: ...
+
 class ReadFailed(Exception):
     """A read of a checked file failed; ``args`` are ``(line, errno)``, its record."""
 
