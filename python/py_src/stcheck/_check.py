@@ -30,6 +30,12 @@ _INDEX_SUFFIX = b".safetensors.index.json"
 _BYTES = (bytes, bytearray, memoryview)
 
 
+#: The library's defaults (``validator/src/limits.rs``: ``DEFAULT_MAX_HEADER_SIZE``,
+#: ``DEFAULT_MAX_WARNINGS_PER_RULE``; a test compares them with that file).
+DEFAULT_MAX_HEADER_SIZE = 100_000_000
+DEFAULT_MAX_WARNINGS_PER_RULE = 100
+
+
 def options(
     *,
     profile: str = "strict",
@@ -39,8 +45,8 @@ def options(
     deny_nonfinite: bool = False,
     deny: Iterable[str] = (),
     allow: Iterable[str] = (),
-    max_header_size: Optional[int] = None,
-    max_warnings_per_rule: Optional[int] = None,
+    max_header_size: Optional[int] = DEFAULT_MAX_HEADER_SIZE,
+    max_warnings_per_rule: Optional[int] = DEFAULT_MAX_WARNINGS_PER_RULE,
     compare_reference: bool = False,
     portable_to: Optional[Iterable[str]] = None,
     refusals_are_errors: bool = False,
@@ -60,13 +66,15 @@ def options(
     ``profile`` (``--profile``: ``"strict"``, ``"reference"`` or ``"portable"``), ``deep``,
     ``sha256`` (implies ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``),
     ``deny``/``allow`` (warning rule IDs made errors / hidden), ``max_header_size``
-    (``None``: the library's 100,000,000 bytes), ``max_warnings_per_rule`` (``None``: 100),
+    (100,000,000 bytes, the library's default; ``None`` means the same),
+    ``max_warnings_per_rule`` (100; ``None`` means the same),
     ``compare_reference``, ``portable_to`` (reader IDs; implies the portable profile),
     ``refusals_are_errors``, ``mode`` (``"read"``, the default; ``"mmap"`` = ``--mmap``, which a
     file truncated during the check turns into a crash; ``"stream"``), ``verbose`` (``-v``: the
     tensor list and metadata), ``follow_links`` (links leaving the directory named),
     ``allow_empty`` (a directory with nothing to check is not a failure), ``timeout`` (seconds
-    for each URL with its data, or a set with all its shards; ``None``: 120), ``headers``
+    for each URL with its data, or a set with all its shards; ``None``, the default, is the
+    CLI's: 120 s for a header check, 1 hour when the data is read), ``headers``
     (extra request headers for URLs, sent only to the URL's own host), ``ca_file`` (PEM
     certificates trusted for https URLs). ``threads`` splits one file's deep scan.
     """
