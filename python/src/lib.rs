@@ -46,7 +46,7 @@ use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind,
 use stcheck_gate::options::{Face, RunOptions};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
-use stcheck_print::records::{self as wire, FileRecord};
+use stcheck_print::records as wire;
 use stcheck_print::JsonLines;
 
 /// The options of one call, as the Python side fills them (every key present).
@@ -194,15 +194,19 @@ impl Outcome {
                 checked,
                 mode,
             } => {
-                // The record `JsonLines::file` writes, through the same record type.
-                let opts = wire::Options::new(*mode)
-                    .profile(self.print.profile)
-                    .verbose(self.print.verbose);
-                let mut out = Vec::new();
-                let written =
-                    wire::write_line(&mut out, "file", &FileRecord::new(path, checked, opts));
-                match written {
+                // The very printer `stcheck --json` writes with, given the same event.
+                let mut printer = JsonLines::new(Vec::new(), self.print);
+                let at = Shown {
+                    text: path,
+                    place: Place::Stdin,
+                };
+                let via = match mode {
+                    Some(mode) => Via::Local(*mode),
+                    None => Via::Memory,
+                };
+                match printer.file(&at, checked, &via) {
                     Ok(()) => {
+                        let mut out = printer.into_inner();
                         out.pop(); // the newline
                         String::from_utf8(out)
                             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())

@@ -317,14 +317,13 @@ class _Shard:
     ``buffer`` (the whole file read and checked, or a map of it), else read from ``file`` on
     demand."""
 
-    __slots__ = ("buffer", "file", "report", "specs", "tensors")
+    __slots__ = ("buffer", "file", "report", "specs")
 
     def __init__(self, buffer: Any, file: Any, report: Report, specs: List[Spec]) -> None:
         self.buffer = buffer
         self.file = file
         self.report = report
         self.specs = specs
-        self.tensors: Dict[str, Spec] = {s[0]: s for s in specs}
 
     def tensor(self, fw: str, s: Spec) -> Any:
         if self.buffer is not None:
@@ -454,7 +453,7 @@ class safe_open:
         opts = _loader_options(kw, backend)
         how = "map" if mmap else "read" if _reads_data(opts) else "open"
         self._shards: List[_Shard] = []
-        self._where: Dict[str, int] = {}
+        self._where: Dict[str, Tuple[int, Spec]] = {}
         self.report: Union[Report, IndexReport]
         self.report, shards = _open(filename, how, opts)
         # `__metadata__` of one file; a sharded set has none.
@@ -465,15 +464,15 @@ class safe_open:
     def _add(self, shard: _Shard) -> None:
         i = len(self._shards)
         self._shards.append(shard)
-        for name in shard.tensors:
-            self._where[name] = i
+        for spec in shard.specs:
+            self._where[spec[0]] = (i, spec)
 
     def _info(self, name: str) -> Tuple[_Shard, Spec]:
         try:
-            shard = self._shards[self._where[name]]
+            i, spec = self._where[name]
         except KeyError:
             raise KeyError(f"no tensor named {name!r}") from None
-        return shard, shard.tensors[name]
+        return self._shards[i], spec
 
     def __enter__(self) -> "safe_open":
         return self
