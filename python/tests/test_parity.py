@@ -137,3 +137,24 @@ def test_a_name_that_is_not_utf8_is_shown_as_the_cli_shows_it(tmp_path: Any) -> 
     got = stcheck.record(path, verbose=True)
     assert got == want[0]
     assert "\\xff\\xfe" in got["data"]["path"]
+
+
+def test_report_text_is_the_cli_line_byte_for_byte() -> None:
+    """``check(path).to_json()`` is the line ``stcheck --json -v`` writes, byte for byte (the
+    same printer writes both); the fields a report answers without it agree with it."""
+    import subprocess
+
+    from conftest import cli
+
+    files = [c["file"] for c in CASES if c["kind"] == "file"][:200]
+    proc = subprocess.run([cli(), "--json", "-v", "--", *files], capture_output=True, text=True)
+    lines = proc.stdout.splitlines()[:-1]  # the summary last
+    assert len(lines) == len(files)
+    for path, line in zip(files, lines):
+        want = json.loads(line)
+        if want["type"] != "file" or want["data"]["status"] not in ("valid", "invalid"):
+            continue
+        report = stcheck.check(path)
+        assert report.status == want["data"]["status"], path
+        assert report.to_json() == line, path
+        assert report.to_record() == want, path
