@@ -248,3 +248,31 @@ def test_device_values(tmp_path: pathlib.Path) -> None:
             assert f.get_tensor("x").device.type == "cpu"
     with pytest.raises(RuntimeError):
         stcheck.load_file(path, framework="pt", device="no-such-device")
+
+
+def test_sharded_set(tmp_path: pathlib.Path) -> None:
+    """A sharded set by its index: checked as a set, every shard's tensors as torch tensors."""
+    torch = _torch()
+    import json
+
+    import safetensors.torch
+
+    parts = {
+        "s-00001.safetensors": {"a": torch.arange(6, dtype=torch.bfloat16).reshape(2, 3)},
+        "s-00002.safetensors": {"b": torch.tensor([True, False]), "c": torch.zeros(0, dtype=torch.int64)},
+    }
+    weight_map = {}
+    for shard, tensors in parts.items():
+        safetensors.torch.save_file(tensors, str(tmp_path / shard))
+        weight_map.update({n: shard for n in tensors})
+    index = tmp_path / "s.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    for kw in ({}, {"mmap": True}):
+        got = stcheck.load_file(index, framework="pt", **kw)
+        assert set(got) == {"a", "b", "c"}
+        for tensors in parts.values():
+            for name, want in tensors.items():
+                _same(got[name], want, name)
+    with stcheck.safe_open(index, framework="pt") as f:
+        _same(f.get_tensor("a"), parts["s-00001.safetensors"]["a"], "a")
+        assert f.metadata() is None

@@ -32,6 +32,15 @@ copied to aligned memory.
 installed (a clear ``ModuleNotFoundError`` naming it when not); the packed sub-byte formats F4,
 F6_E2M3 and F6_E3M2 have no numpy type and raise ``TypeError`` for that tensor.
 
+**Torch.** ``framework="pt"`` gives ``torch.Tensor``s from the same checked bytes:
+``torch.frombuffer`` of the buffer (or map) at the validated offset, reshaped, with no numpy in
+between; every dtype the installed torch has; ``device=`` as ``safetensors.torch`` takes it
+(made on the CPU, then moved). torch is optional: without it, ``ModuleNotFoundError`` names it.
+
+**Tensor descriptions** come from the native check as ``(name, dtype, shape, file offset,
+elements, bytes)`` tuples (``_native.Outcome.specs``): one ``frombuffer`` per tensor, no
+record parsed. Only local files are loaded: a URL is refused as one.
+
 **Sharded checkpoints** (``*.safetensors.index.json``) are checked as a set first (the index
 and every shard); each shard is kept as one file is: its bytes read and checked, or its checked
 file kept open.
