@@ -255,6 +255,15 @@ impl Outcome {
         }
     }
 
+    /// The path as the record shows it, for a checked file; `None` for any other record.
+    #[getter]
+    fn path(&self) -> Option<&str> {
+        match &self.held {
+            Held::File { path, .. } => Some(path),
+            Held::Line(_) => None,
+        }
+    }
+
     /// The JSON line `stcheck --json` writes for it (without the newline).
     fn line(&self, py: Python<'_>) -> String {
         py.detach(|| self.text())

@@ -156,5 +156,6 @@ def test_report_text_is_the_cli_line_byte_for_byte() -> None:
             continue
         report = stcheck.check(path)
         assert report.status == want["data"]["status"], path
+        assert report.path == want["data"]["path"], path
         assert report.to_json() == line, path
         assert report.to_record() == want, path

@@ -187,6 +187,10 @@ class _Record:
     @property
     def path(self) -> str:
         """The path as given, shown as the CLI shows it (non-UTF-8 bytes as ``\\xNN``)."""
+        if self._parsed is None:
+            path = self._native.path
+            if path is not None:
+                return path  # type: ignore[no-any-return]
         return self._data["path"]
 
     @property
