@@ -15,7 +15,7 @@
 //! directly and whose JSON line the same printer code writes only when asked. Whether to raise
 //! is decided in Python (`py_src/stcheck/_check.py`).
 //!
-//! The loader ([`open_checked`], [`open_index_checked`]) hands over what it keeps of each file
+//! The loader ([`Runner::open`], [`open_index_checked`]) hands over what it keeps of each file
 //! it found valid, in one of two forms. By default, the whole file *read* into a new
 //! `bytearray` with ordinary reads (`pread`), and checked there: the length field and header
 //! are read and checked first (an invalid file is never read further), then the rest is read
@@ -747,23 +747,9 @@ type Opened<T> = (String, Option<i32>, T);
 /// A shard's name, and what the loader keeps of it (a `bytearray` or a [`CheckedFile`]).
 type Named = (String, Py<PyAny>);
 
-/// Check one file and, if it is valid, hand over what the loader keeps of it (see the module
-/// documentation): `(line, errno, kept or None)`, where `kept` is the whole file read into a
-/// `bytearray` and checked there with `read`, else the [`CheckedFile`] that was checked.
-#[pyfunction]
-fn open_checked(
-    py: Python<'_>,
-    path: PathBuf,
-    opts: Opts,
-    read: bool,
-) -> PyResult<Opened<Option<Py<PyAny>>>> {
-    let run = Run::new(opts, Some(ReadMode::Read))?;
-    let (outcome, kept) = py.detach(|| open_file(&run, &path, keep(read)));
-    let kept = kept.map(|k| k.into_py(py)).transpose()?;
-    let (line, errno) = outcome.record();
-    Ok((line, errno, kept))
-}
-
+/// Check one file and, if it is valid, keep what the loader keeps of it (see the module
+/// documentation): the whole file read into a `bytearray` and checked there with `read`, else
+/// the [`CheckedFile`] that was checked. [`Runner::open`] hands both to Python.
 fn open_file(run: &Run, path: &Path, keep: Keep) -> (Outcome, Option<Kept>) {
     let shown = stcheck_gate::shown_path(path);
     let at = Shown {
@@ -833,7 +819,7 @@ impl ShardSource for Shards {
 }
 
 /// Check a sharded set and, if it is valid, hand over what the loader keeps of every shard (as
-/// [`open_checked`] does for one file): `(line, errno, [(name, kept)])`.
+/// [`Runner::open`] does for one file): `(line, errno, [(name, kept)])`.
 #[pyfunction]
 fn open_index_checked(
     py: Python<'_>,
@@ -925,7 +911,7 @@ impl Runner {
         })
     }
 
-    /// The loader's check of one file (as `open_checked`): its record, and what is kept of a
+    /// The loader's check of one file ([`open_file`]): its record, and what is kept of a
     /// valid file (a `bytearray` of it read and checked with `read`, else the open file).
     fn open(
         &self,
@@ -944,8 +930,7 @@ impl Runner {
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_paths, check_tree, check_url, is_url, open_checked, open_index_checked,
-        rules_table,
+        check_bytes, check_paths, check_tree, check_url, is_url, open_index_checked, rules_table,
     };
 
     #[pymodule_export]

@@ -316,11 +316,6 @@ def _tensors(fw: str, buffer: Any, specs: List[Spec]) -> Dict[str, Any]:
     return _np_arrays(buffer, specs) if fw == "np" else _pt_tensors(buffer, specs)
 
 
-def _array(buffer: Any, t: TensorInfo) -> "np.ndarray":
-    """The tensor ``t`` of a checked file held in ``buffer``, as a numpy array."""
-    return _np_array(buffer, t.dtype, t.shape, t.file_offsets[0], t.elements)
-
-
 class _Shard:
     """One checked file: its tensors (``specs``, in file order), and where their bytes are:
     ``buffer`` (the whole file read and checked, or a map of it), else read from ``file`` on
