@@ -378,19 +378,17 @@ impl Capture {
     }
 }
 
-/// Check `targets` in order, each giving its records.
-fn check_all(run: &Run, targets: &[Target]) -> Vec<Outcome> {
+/// Check `targets` in order, each giving its records, each record turned into what `f` makes
+/// of it as soon as it is there (a record function keeps the line, not the verdict: memory
+/// follows the lines, not the headers).
+fn check_all<T>(run: &Run, targets: &[Target], mut f: impl FnMut(Outcome) -> T) -> Vec<T> {
     let mut sink = run.sink();
     let mut out = Vec::with_capacity(targets.len());
     for target in targets {
         let done = run.gate.check(target, run.threads, &|_: u64| {}, &mut sink);
-        out.extend(sink.take(&done));
+        out.extend(sink.take(&done).into_iter().map(&mut f));
     }
     out
-}
-
-fn records(outcomes: Vec<Outcome>) -> Vec<Record> {
-    outcomes.iter().map(Outcome::record).collect()
 }
 
 /// Check paths, each as itself (a file, or a sharded set by its index's name; a directory is
@@ -400,7 +398,7 @@ fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<
     let run = Run::new(opts, None)?;
     Ok(py.detach(|| {
         let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
-        records(check_all(&run, &targets))
+        check_all(&run, &targets, |o| o.record())
     }))
 }
 
@@ -419,7 +417,7 @@ fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<R
             })
             .collect();
         let targets = run.gate.targets(&args);
-        records(check_all(&run, &targets))
+        check_all(&run, &targets, |o| o.record())
     }))
 }
 
@@ -887,14 +885,6 @@ impl Runner {
                 .gate
                 .check(&target, self.run.threads, &|_: u64| {}, &mut sink);
             sink.one(&done)
-        })
-    }
-
-    /// Check paths, each as itself: one record per path, in order.
-    fn check_many(&self, py: Python<'_>, paths: Vec<PathBuf>) -> Vec<Outcome> {
-        py.detach(|| {
-            let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
-            check_all(&self.run, &targets)
         })
     }
 
