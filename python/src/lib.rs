@@ -8,11 +8,14 @@
 //! very lines `stcheck --json` writes. No rule is checked and no record is built here. The GIL
 //! is released for all of it, so Python threads check files in parallel.
 //!
-//! Every check returns `(line, errno)` per record: the JSON line (`{"type": ..., "data":
-//! ...}`) and the OS error number of a target that could not be read. Whether to raise is
-//! decided in Python (`py_src/stcheck/_check.py`).
+//! The record functions return `(line, errno)` per record: the JSON line (`{"type": ...,
+//! "data": ...}`) and the OS error number of a target that could not be read. The hot paths
+//! (`check`, the loader) go through a [`Runner`] (the options resolved once) and get an
+//! [`Outcome`]: a checked file's verdict kept as it is, whose status and tensors Python reads
+//! directly and whose JSON line the same printer code writes only when asked. Whether to raise
+//! is decided in Python (`py_src/stcheck/_check.py`).
 //!
-//! The loader ([`open_checked`], [`open_index_checked`]) hands over what it keeps of each file
+//! The loader ([`Runner::open`], [`open_index_checked`]) hands over what it keeps of each file
 //! it found valid, in one of two forms. By default, the whole file *read* into a new
 //! `bytearray` with ordinary reads (`pread`), and checked there: the length field and header
 //! are read and checked first (an invalid file is never read further), then the rest is read
@@ -35,13 +38,15 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use stcheck::index::ShardSource;
+use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, ReadMode, Rule};
 use stcheck_gate::options::{Face, RunOptions};
 use stcheck_gate::shards::FsSource;
-use stcheck_gate::{Done, Gate, Place, Shown, Status, Target, Via};
+use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
+use stcheck_print::records as wire;
 use stcheck_print::JsonLines;
 
 /// The options of one call, as the Python side fills them (every key present).
@@ -65,6 +70,9 @@ struct Opts {
     verbose: bool,
     follow_links: bool,
     allow_empty: bool,
+    allow_other_formats: bool,
+    exclude: Vec<String>,
+    max_requests: Option<u64>,
     timeout: Option<f64>,
     headers: Vec<(String, String)>,
     ca_file: Option<PathBuf>,
@@ -129,6 +137,9 @@ impl Run {
         options.mode = mode.unwrap_or(read_mode);
         options.follow_links = o.follow_links;
         options.allow_empty = o.allow_empty;
+        options.allow_other_formats = o.allow_other_formats;
+        options.exclude = o.exclude;
+        options.max_requests = o.max_requests;
         options.timeout = timeout;
         options.headers = o.headers;
         options.ca_file = o.ca_file;
@@ -143,8 +154,12 @@ impl Run {
         })
     }
 
-    fn sink(&self) -> Collect {
-        Collect(JsonLines::new(Vec::new(), self.print))
+    fn sink(&self) -> Capture {
+        Capture {
+            lines: JsonLines::new(Vec::new(), self.print),
+            print: self.print,
+            files: Vec::new(),
+        }
     }
 }
 
@@ -152,48 +167,232 @@ impl Run {
 /// failed.
 type Record = (String, Option<i32>);
 
-/// The JSON Lines printer writing into memory.
+/// What one record holds until Python asks for it: a checked file's verdict, kept natively
+/// (its record printed only when asked, by the JSON Lines printer's own record type), or the
+/// text of any other record (a set, a file by URL, a path not checked), as the printer wrote it.
 #[derive(Debug)]
-struct Collect(JsonLines<Vec<u8>>);
+enum Held {
+    File {
+        path: String,
+        checked: Box<Checked<'static>>,
+        /// How it was read (`None`: bytes in memory).
+        mode: Option<ReadMode>,
+    },
+    Line(String),
+}
 
-impl Collect {
-    /// The records the printer wrote for a target that ended as `done`, one per line.
-    fn take(&mut self, done: &Done) -> Vec<Record> {
-        let bytes = std::mem::take(self.0.get_mut());
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        text.lines()
-            .map(|l| (l.to_owned(), done.os_error))
-            .collect()
+/// One record of a check, as Python gets it: `status` and the tensors of a checked file
+/// straight from the verdict, the JSON line (`line()`) written only when asked.
+#[pyclass(module = "stcheck._native", frozen)]
+#[derive(Debug)]
+struct Outcome {
+    held: Held,
+    errno: Option<i32>,
+    print: stcheck_print::Options,
+}
+
+impl Outcome {
+    fn text(&self) -> String {
+        match &self.held {
+            Held::Line(line) => line.clone(),
+            Held::File {
+                path,
+                checked,
+                mode,
+            } => {
+                // The very printer `stcheck --json` writes with, given the same event.
+                let mut printer = JsonLines::new(Vec::new(), self.print);
+                let at = Shown {
+                    text: path,
+                    place: Place::Stdin,
+                };
+                let via = match mode {
+                    Some(mode) => Via::Local(*mode),
+                    None => Via::Memory,
+                };
+                match printer.file(&at, checked, &via) {
+                    Ok(()) => {
+                        let mut out = printer.into_inner();
+                        out.pop(); // the newline
+                        String::from_utf8(out)
+                            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+                    }
+                    Err(e) => internal(&e.to_string()),
+                }
+            }
+        }
     }
 
-    /// The one record the printer wrote for a target that ended as `done`.
-    fn one(&mut self, done: &Done) -> Record {
+    fn record(&self) -> Record {
+        (self.text(), self.errno)
+    }
+}
+
+/// A record that cannot be valid, for this module's own failures.
+fn internal(why: &str) -> String {
+    let mut message = Vec::new();
+    let message = match wire::write_json(&mut message, &format!("internal error: {why}")) {
+        Ok(()) => String::from_utf8_lossy(&message).into_owned(),
+        Err(_) => "\"internal error\"".to_owned(),
+    };
+    format!(
+        "{{\"type\":\"file\",\"data\":{{\"path\":\"\",\"status\":\"io_error\",\
+         \"io_error\":{message},\"read_error\":\"io\"}}}}"
+    )
+}
+
+#[pymethods]
+impl Outcome {
+    /// The OS error number of a target that could not be read.
+    #[getter]
+    fn errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    /// `"valid"` or `"invalid"` for a checked file (under the run's profile); `None` for any
+    /// other record (read its line).
+    #[getter]
+    fn status(&self) -> Option<&'static str> {
+        match &self.held {
+            Held::File { checked, .. } => {
+                Some(wire::file_status(checked, self.print.profile).as_str())
+            }
+            Held::Line(_) => None,
+        }
+    }
+
+    /// The path as the record shows it, for a checked file; `None` for any other record.
+    #[getter]
+    fn path(&self) -> Option<&str> {
+        match &self.held {
+            Held::File { path, .. } => Some(path),
+            Held::Line(_) => None,
+        }
+    }
+
+    /// The JSON line `stcheck --json` writes for it (without the newline).
+    fn line(&self, py: Python<'_>) -> String {
+        py.detach(|| self.text())
+    }
+
+    /// The tensors of a valid file, in offset order, as the loader needs them: `(name, dtype,
+    /// shape, file offset, elements, bytes)`; `None` for anything else.
+    fn specs<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Held::File { checked, .. } = &self.held else {
+            return Ok(None);
+        };
+        let Ok(report) = &checked.verdict else {
+            return Ok(None);
+        };
+        let list = PyList::empty(py);
+        for t in report.tensors() {
+            let shape = PyTuple::new(py, t.shape)?;
+            list.append((
+                t.name,
+                t.dtype.name(),
+                shape,
+                t.file_begin,
+                t.elements,
+                t.end.saturating_sub(t.begin),
+            ))?;
+        }
+        Ok(Some(list))
+    }
+}
+
+/// The gate's sink of the Python face: a checked file's verdict is kept as it is (an
+/// [`Outcome`] prints it when asked); every other record is written by the JSON Lines printer.
+#[derive(Debug)]
+struct Capture {
+    lines: JsonLines<Vec<u8>>,
+    print: stcheck_print::Options,
+    files: Vec<Held>,
+}
+
+impl Sink for Capture {
+    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
+        let mode = match via {
+            Via::Local(mode) => Some(*mode),
+            Via::Memory => None,
+            Via::Remote { .. } => return self.lines.file(at, c, via),
+        };
+        self.files.push(Held::File {
+            path: at.text.to_owned(),
+            checked: Box::new(c.clone().into_owned()),
+            mode,
+        });
+        Ok(())
+    }
+
+    fn index_start(&mut self, at: &Shown<'_>, dir: &str, mode: Option<ReadMode>) -> io::Result<()> {
+        self.lines.index_start(at, dir, mode)
+    }
+
+    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
+        self.lines.shard(name, outcome)
+    }
+
+    fn index_end(
+        &mut self,
+        at: &Shown<'_>,
+        outcome: Result<&IndexReport, &ReadError>,
+        via: &Via,
+    ) -> io::Result<()> {
+        self.lines.index_end(at, outcome, via)
+    }
+
+    fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
+        self.lines.not_checked(at, why, how)
+    }
+}
+
+impl Capture {
+    /// The records of a target that ended as `done`: the files kept, then the lines written.
+    fn take(&mut self, done: &Done) -> Vec<Outcome> {
+        let mut out: Vec<Outcome> = std::mem::take(&mut self.files)
+            .into_iter()
+            .map(|held| Outcome {
+                held,
+                errno: done.os_error,
+                print: self.print,
+            })
+            .collect();
+        let bytes = std::mem::take(self.lines.get_mut());
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        out.extend(text.lines().map(|l| Outcome {
+            held: Held::Line(l.to_owned()),
+            errno: done.os_error,
+            print: self.print,
+        }));
+        out
+    }
+
+    /// The one record of a target that ended as `done`.
+    fn one(&mut self, done: &Done) -> Outcome {
         let mut records = self.take(done);
         match records.len() {
             1 => records.remove(0),
             // A target is one record; anything else is this module's bug, shown as a record
             // that cannot be valid.
-            _ => (
-                "{\"type\":\"file\",\"data\":{\"path\":\"\",\"status\":\"io_error\",\
-                 \"io_error\":\"internal error: a target gave no single record\",\
-                 \"read_error\":\"io\"}}"
-                    .to_owned(),
-                None,
-            ),
+            _ => Outcome {
+                held: Held::Line(internal("a target gave no single record")),
+                errno: None,
+                print: self.print,
+            },
         }
     }
 }
 
-/// Check `targets` in order, each giving its records.
-fn check_all(run: &Run, targets: &[Target]) -> Vec<Record> {
+/// Check `targets` in order, each giving its records, each record turned into what `f` makes
+/// of it as soon as it is there (a record function keeps the line, not the verdict: memory
+/// follows the lines, not the headers).
+fn check_all<T>(run: &Run, targets: &[Target], mut f: impl FnMut(Outcome) -> T) -> Vec<T> {
     let mut sink = run.sink();
     let mut out = Vec::with_capacity(targets.len());
     for target in targets {
-        let done = run
-            .gate
-            .check(target, run.threads, &|_: u64| {}, &mut sink.0);
-        out.extend(sink.take(&done));
+        let done = run.gate.check(target, run.threads, &|_: u64| {}, &mut sink);
+        out.extend(sink.take(&done).into_iter().map(&mut f));
     }
     out
 }
@@ -205,7 +404,7 @@ fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<
     let run = Run::new(opts, None)?;
     Ok(py.detach(|| {
         let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
-        check_all(&run, &targets)
+        check_all(&run, &targets, |o| o.record())
     }))
 }
 
@@ -224,22 +423,20 @@ fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<R
             })
             .collect();
         let targets = run.gate.targets(&args);
-        check_all(&run, &targets)
+        check_all(&run, &targets, |o| o.record())
     }))
 }
 
-/// Check a file or a sharded set by URL (`http://`, `https://`, `hf://`): the record
-/// `stcheck --json URL` writes. Credentials come from `HF_TOKEN`, the hub from `HF_ENDPOINT`.
+/// Check what a URL names (`http://`, `https://`, `hf://`): the records `stcheck --json URL`
+/// writes, one for a file or a sharded set, one per file for a whole repository on the hub
+/// (`hf://org/repo[@revision]`, listed at one commit). Credentials come from `HF_TOKEN`, the
+/// hub from `HF_ENDPOINT`.
 #[pyfunction]
-fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Record> {
+fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Vec<Record>> {
     let run = Run::new(opts, None)?;
     Ok(py.detach(|| {
-        let mut sink = run.sink();
-        let target = Target::Url(url);
-        let done = run
-            .gate
-            .check(&target, run.threads, &|_: u64| {}, &mut sink.0);
-        sink.one(&done)
+        let targets = run.gate.targets(&[OsString::from(url)]);
+        check_all(&run, &targets, |o| o.record())
     }))
 }
 
@@ -256,8 +453,8 @@ fn check_bytes(
     let bytes: &[u8] = data.as_bytes();
     Ok(py.detach(|| {
         let mut sink = run.sink();
-        let done = run.gate.check_bytes(name, bytes, run.threads, &mut sink.0);
-        sink.one(&done)
+        let done = run.gate.check_bytes(name, bytes, run.threads, &mut sink);
+        sink.one(&done).record()
     }))
 }
 
@@ -356,16 +553,17 @@ impl CheckedFile {
 
 /// The record of a file that could not be read, as the gate tells the printer of it.
 fn unreadable(shown: &str, e: &ReadError) -> Record {
-    let mut sink = Collect(JsonLines::new(
-        Vec::new(),
-        stcheck_print::Options::default(),
-    ));
+    let mut sink = Capture {
+        lines: JsonLines::new(Vec::new(), stcheck_print::Options::default()),
+        print: stcheck_print::Options::default(),
+        files: Vec::new(),
+    };
     let at = Shown {
         text: shown,
         place: Place::Stdin,
     };
-    let done = stcheck_gate::not_checked(&at, e, &mut sink.0);
-    sink.one(&done)
+    let done = stcheck_gate::not_checked(&at, e, &mut sink);
+    sink.one(&done).record()
 }
 
 /// "The file changed while it was read", as the library says it.
@@ -551,23 +749,10 @@ type Opened<T> = (String, Option<i32>, T);
 /// A shard's name, and what the loader keeps of it (a `bytearray` or a [`CheckedFile`]).
 type Named = (String, Py<PyAny>);
 
-/// Check one file and, if it is valid, hand over what the loader keeps of it (see the module
-/// documentation): `(line, errno, kept or None)`, where `kept` is the whole file read into a
-/// `bytearray` and checked there with `read`, else the [`CheckedFile`] that was checked.
-#[pyfunction]
-fn open_checked(
-    py: Python<'_>,
-    path: PathBuf,
-    opts: Opts,
-    read: bool,
-) -> PyResult<Opened<Option<Py<PyAny>>>> {
-    let run = Run::new(opts, Some(ReadMode::Read))?;
-    let ((line, errno), kept) = py.detach(|| open_file(&run, &path, keep(read)));
-    let kept = kept.map(|k| k.into_py(py)).transpose()?;
-    Ok((line, errno, kept))
-}
-
-fn open_file(run: &Run, path: &Path, keep: Keep) -> (Record, Option<Kept>) {
+/// Check one file and, if it is valid, keep what the loader keeps of it (see the module
+/// documentation): the whole file read into a `bytearray` and checked there with `read`, else
+/// the [`CheckedFile`] that was checked. [`Runner::open`] hands both to Python.
+fn open_file(run: &Run, path: &Path, keep: Keep) -> (Outcome, Option<Kept>) {
     let shown = stcheck_gate::shown_path(path);
     let at = Shown {
         text: &shown,
@@ -581,7 +766,7 @@ fn open_file(run: &Run, path: &Path, keep: Keep) -> (Record, Option<Kept>) {
             check_kept(f.into_parts().0, &shown, &config, keep, |c| {
                 let done = run
                     .gate
-                    .checked(&at, &c, &Via::Local(ReadMode::Read), &mut sink.0);
+                    .checked(&at, &c, &Via::Local(ReadMode::Read), &mut sink);
                 let valid = done.status == Status::Valid;
                 (done, valid)
             })
@@ -589,7 +774,7 @@ fn open_file(run: &Run, path: &Path, keep: Keep) -> (Record, Option<Kept>) {
     match checked {
         Ok((done, kept)) => (sink.one(&done), kept),
         Err(e) => {
-            let done = stcheck_gate::not_checked(&at, &e, &mut sink.0);
+            let done = stcheck_gate::not_checked(&at, &e, &mut sink);
             (sink.one(&done), None)
         }
     }
@@ -636,7 +821,7 @@ impl ShardSource for Shards {
 }
 
 /// Check a sharded set and, if it is valid, hand over what the loader keeps of every shard (as
-/// [`open_checked`] does for one file): `(line, errno, [(name, kept)])`.
+/// [`Runner::open`] does for one file): `(line, errno, [(name, kept)])`.
 #[pyfunction]
 fn open_index_checked(
     py: Python<'_>,
@@ -669,12 +854,69 @@ fn open_index(run: &Run, path: &Path, keep: Keep) -> (Record, Vec<(String, Kept)
     let mut sink = run.sink();
     let done = run
         .gate
-        .check_index_from(path, &source, run.threads, &mut sink.0);
+        .check_index_from(path, &source, run.threads, &mut sink);
     let kept = match done.status {
         Status::Valid => source.kept.into_inner(),
         _ => Vec::new(),
     };
-    (sink.one(&done), kept)
+    (sink.one(&done).record(), kept)
+}
+
+/// A run's options resolved once (the gate, the printer's options), for the calls of Python
+/// that check paths or bytes, or load, with the same options: the per-call cost is the check.
+#[pyclass(module = "stcheck._native", frozen)]
+#[derive(Debug)]
+struct Runner {
+    run: Run,
+}
+
+#[pymethods]
+impl Runner {
+    #[new]
+    fn new(opts: Opts) -> PyResult<Runner> {
+        Ok(Runner {
+            run: Run::new(opts, None)?,
+        })
+    }
+
+    /// Check one path as itself (a file, or a sharded set by its index's name): its record.
+    fn check(&self, py: Python<'_>, path: PathBuf) -> Outcome {
+        py.detach(|| {
+            let target = stcheck_gate::target_of(path);
+            let mut sink = self.run.sink();
+            let done = self
+                .run
+                .gate
+                .check(&target, self.run.threads, &|_: u64| {}, &mut sink);
+            sink.one(&done)
+        })
+    }
+
+    /// Check a whole file held in memory, shown as `name`.
+    fn check_bytes(&self, py: Python<'_>, data: &Bound<'_, PyBytes>, name: &str) -> Outcome {
+        let bytes: &[u8] = data.as_bytes();
+        py.detach(|| {
+            let mut sink = self.run.sink();
+            let done = self
+                .run
+                .gate
+                .check_bytes(name, bytes, self.run.threads, &mut sink);
+            sink.one(&done)
+        })
+    }
+
+    /// The loader's check of one file ([`open_file`]): its record, and what is kept of a
+    /// valid file (a `bytearray` of it read and checked with `read`, else the open file).
+    fn open(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        read: bool,
+    ) -> PyResult<(Outcome, Option<Py<PyAny>>)> {
+        let (outcome, kept) = py.detach(|| open_file(&self.run, &path, keep(read)));
+        let kept = kept.map(|k| k.into_py(py)).transpose()?;
+        Ok((outcome, kept))
+    }
 }
 
 /// The native half of the `stcheck` package: see `stcheck` for the API.
@@ -682,12 +924,11 @@ fn open_index(run: &Run, path: &Path, keep: Keep) -> (Record, Vec<(String, Kept)
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_paths, check_tree, check_url, is_url, open_checked, open_index_checked,
-        rules_table,
+        check_bytes, check_paths, check_tree, check_url, is_url, open_index_checked, rules_table,
     };
 
     #[pymodule_export]
-    use super::CheckedFile;
+    use super::{CheckedFile, Outcome, Runner};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

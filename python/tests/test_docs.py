@@ -55,3 +55,28 @@ def test_package_is_typed_and_exports_what_it_lists() -> None:
     for name in stcheck.__all__:
         assert hasattr(stcheck, name), name
     assert os.path.basename(stcheck._native.__file__).endswith(".abi3.so")
+
+
+def test_options_show_the_library_defaults() -> None:
+    """``stcheck.options()`` shows the limits the library applies by default (the constants
+    of validator/src/limits.rs), not ``None``."""
+    limits = (ROOT / "validator" / "src" / "limits.rs").read_text()
+
+    def constant(name: str) -> int:
+        m = re.search(rf"pub const {name}: \w+ = ([0-9_]+);", limits)
+        assert m, name
+        return int(m.group(1).replace("_", ""))
+
+    o = stcheck.options()
+    assert o["max_header_size"] == constant("DEFAULT_MAX_HEADER_SIZE")
+    assert o["max_warnings_per_rule"] == constant("DEFAULT_MAX_WARNINGS_PER_RULE")
+
+
+def test_docs_function_table_is_complete() -> None:
+    """Every public function of the package is in docs/python.md's function tables."""
+    import inspect
+
+    doc = (ROOT / "docs" / "python.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z_]+)\(", doc, flags=re.M))
+    functions = {n for n in stcheck.__all__ if inspect.isfunction(getattr(stcheck, n))}
+    assert functions <= rows, sorted(functions - rows)

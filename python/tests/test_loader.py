@@ -285,7 +285,7 @@ def test_safe_open_api(tmp_path: pathlib.Path) -> None:
             f.get_tensor("c")
         assert f.report.valid and f.report.tensor_count == 2
     with pytest.raises(ValueError, match="framework"):
-        stcheck.safe_open(path, framework="pt")
+        stcheck.safe_open(path, framework="tf")
     with pytest.raises(TypeError, match="unexpected"):
         stcheck.safe_open(path, profile="reference")
 
@@ -324,3 +324,12 @@ def test_no_descriptor_is_leaked(tmp_path: pathlib.Path) -> None:
         with pytest.raises(stcheck.ReadError):
             stcheck.load_file(tmp_path / "missing.safetensors")
     assert _open_fds() == before
+
+
+def test_loader_refuses_urls_by_name() -> None:
+    """The loader reads local files; a URL is refused as one (not "No such file")."""
+    for url in ("hf://org/repo/model.safetensors", "https://example.invalid/m.safetensors"):
+        for call in (lambda: stcheck.load_file(url), lambda: stcheck.safe_open(url)):
+            with pytest.raises(stcheck.ReadError, match="URLs are not supported") as info:
+                call()
+            assert not isinstance(info.value, FileNotFoundError)

@@ -9,7 +9,7 @@ import pytest
 
 import stcheck
 
-from conftest import CASES, run_cli
+from conftest import CASES, ROOT, run_cli
 
 #: (CLI flags, the same options in Python).
 OPTION_SETS = {
@@ -137,3 +137,59 @@ def test_a_name_that_is_not_utf8_is_shown_as_the_cli_shows_it(tmp_path: Any) -> 
     got = stcheck.record(path, verbose=True)
     assert got == want[0]
     assert "\\xff\\xfe" in got["data"]["path"]
+
+
+def test_report_text_is_the_cli_line_byte_for_byte() -> None:
+    """``check(path).to_json()`` is the line ``stcheck --json -v`` writes, byte for byte (the
+    same printer writes both); the fields a report answers without it agree with it."""
+    import subprocess
+
+    from conftest import cli
+
+    files = [c["file"] for c in CASES if c["kind"] == "file"][:200]
+    proc = subprocess.run([cli(), "--json", "-v", "--", *files], capture_output=True, text=True)
+    lines = proc.stdout.splitlines()[:-1]  # the summary last
+    assert len(lines) == len(files)
+    for path, line in zip(files, lines):
+        want = json.loads(line)
+        if want["type"] != "file" or want["data"]["status"] not in ("valid", "invalid"):
+            continue
+        report = stcheck.check(path)
+        assert report.status == want["data"]["status"], path
+        assert report.path == want["data"]["path"], path
+        assert report.to_json() == line, path
+        assert report.to_record() == want, path
+
+
+def test_check_and_load_parse_no_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check answers ``status``, ``valid`` and ``path`` from the native verdict, and the
+    loader finds the tensors from native descriptions: no JSON record is written or parsed
+    until another field is asked for (then the CLI's, once)."""
+    import json as json_module
+
+    import numpy as np
+
+    monkeypatch.chdir(ROOT)
+    valid = "examples/model.safetensors"
+    invalid = "examples/duplicate-name.safetensors"
+    want = {p: stcheck.record(p, verbose=True)["data"] for p in (valid, invalid)}
+    calls: List[str] = []
+    real_loads = json_module.loads
+
+    def counting_loads(text: Any, *args: Any, **kw: Any) -> Any:
+        calls.append(text)
+        return real_loads(text, *args, **kw)
+
+    monkeypatch.setattr(json_module, "loads", counting_loads)
+    reports = [stcheck.check(valid), stcheck.check(invalid)]
+    assert [(r.path, r.status, r.valid) for r in reports] == [
+        (valid, "valid", True),
+        (invalid, "invalid", False),
+    ]
+    tensors = stcheck.load_file(valid)
+    assert isinstance(tensors["embed.tokens"], np.ndarray)
+    assert calls == []
+    # The rest of the record, on demand: the CLI's, parsed once per report.
+    assert reports[1].error.rule == "JSON-DUPLICATE-KEY"
+    assert reports[0].to_dict() == want[valid] and reports[1].to_dict() == want[invalid]
+    assert len(calls) == 2

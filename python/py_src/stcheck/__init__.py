@@ -13,6 +13,7 @@ Loading, with the names of ``safetensors`` (nothing is returned from an invalid 
     tensors = stcheck.load_file("model.safetensors")
     with stcheck.safe_open("model.safetensors", framework="numpy") as f:
         w = f.get_tensor("weight")
+    tensors = stcheck.load_file("model.safetensors", framework="pt")  # torch, if installed
 
 Scale-out over many files on Dask distributed: ``stcheck.dask``.
 """
@@ -41,7 +42,7 @@ from ._errors import (
     SafetensorError,
     SafetensorsError,
 )
-from ._loader import load, load_file, numpy_dtype, safe_open
+from ._loader import load, load_file, numpy_dtype, safe_open, torch_dtype
 from ._report import (
     DeepReport,
     DtypeTotal,
@@ -74,6 +75,7 @@ __all__ = [
     "load",
     "safe_open",
     "numpy_dtype",
+    "torch_dtype",
     "Report",
     "IndexReport",
     "MissingShard",

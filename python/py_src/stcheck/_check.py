@@ -30,6 +30,12 @@ _INDEX_SUFFIX = b".safetensors.index.json"
 _BYTES = (bytes, bytearray, memoryview)
 
 
+#: The library's defaults (``validator/src/limits.rs``: ``DEFAULT_MAX_HEADER_SIZE``,
+#: ``DEFAULT_MAX_WARNINGS_PER_RULE``; a test compares them with that file).
+DEFAULT_MAX_HEADER_SIZE = 100_000_000
+DEFAULT_MAX_WARNINGS_PER_RULE = 100
+
+
 def options(
     *,
     profile: str = "strict",
@@ -39,8 +45,8 @@ def options(
     deny_nonfinite: bool = False,
     deny: Iterable[str] = (),
     allow: Iterable[str] = (),
-    max_header_size: Optional[int] = None,
-    max_warnings_per_rule: Optional[int] = None,
+    max_header_size: Optional[int] = DEFAULT_MAX_HEADER_SIZE,
+    max_warnings_per_rule: Optional[int] = DEFAULT_MAX_WARNINGS_PER_RULE,
     compare_reference: bool = False,
     portable_to: Optional[Iterable[str]] = None,
     refusals_are_errors: bool = False,
@@ -49,6 +55,9 @@ def options(
     verbose: bool = True,
     follow_links: bool = False,
     allow_empty: bool = False,
+    allow_other_formats: bool = False,
+    exclude: Iterable[str] = (),
+    max_requests: Optional[int] = None,
     timeout: Optional[float] = None,
     headers: Optional[Dict[str, str]] = None,
     ca_file: Optional[PathLike] = None,
@@ -60,13 +69,18 @@ def options(
     ``profile`` (``--profile``: ``"strict"``, ``"reference"`` or ``"portable"``), ``deep``,
     ``sha256`` (implies ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``),
     ``deny``/``allow`` (warning rule IDs made errors / hidden), ``max_header_size``
-    (``None``: the library's 100,000,000 bytes), ``max_warnings_per_rule`` (``None``: 100),
+    (100,000,000 bytes, the library's default; ``None`` means the same),
+    ``max_warnings_per_rule`` (100; ``None`` means the same),
     ``compare_reference``, ``portable_to`` (reader IDs; implies the portable profile),
     ``refusals_are_errors``, ``mode`` (``"read"``, the default; ``"mmap"`` = ``--mmap``, which a
     file truncated during the check turns into a crash; ``"stream"``), ``verbose`` (``-v``: the
     tensor list and metadata), ``follow_links`` (links leaving the directory named),
-    ``allow_empty`` (a directory with nothing to check is not a failure), ``timeout`` (seconds
-    for each URL with its data, or a set with all its shards; ``None``: 120), ``headers``
+    ``allow_empty`` (a directory with nothing to check is not a failure),
+    ``allow_other_formats`` (files of other weight formats, such as pickle ``.bin`` or GGUF, are
+    named but not a failure), ``exclude`` (gitignore-style globs the walk leaves out),
+    ``max_requests`` (the run's budget of HTTP requests), ``timeout`` (seconds
+    for each URL with its data, or a set with all its shards; ``None``, the default, is the
+    CLI's: 120 s for a header check, 1 hour when the data is read), ``headers``
     (extra request headers for URLs, sent only to the URL's own host), ``ca_file`` (PEM
     certificates trusted for https URLs). ``threads`` splits one file's deep scan.
     """
@@ -90,6 +104,9 @@ def options(
         "verbose": bool(verbose),
         "follow_links": bool(follow_links),
         "allow_empty": bool(allow_empty),
+        "allow_other_formats": bool(allow_other_formats),
+        "exclude": [exclude] if isinstance(exclude, str) else list(exclude),
+        "max_requests": max_requests,
         "timeout": None if timeout is None else float(timeout),
         "headers": [(str(k), str(v)) for k, v in (headers or {}).items()],
         "ca_file": None if ca_file is None else os.fspath(ca_file),
@@ -100,7 +117,7 @@ def is_url(target: Any) -> bool:
     """Whether ``target`` is a string naming a URL (``http://``, ``https://``, ``hf://``, any
     case), as the CLI decides it. Only ``str`` targets are URLs: a ``pathlib.Path`` is always
     a path."""
-    if not isinstance(target, str):
+    if not isinstance(target, str) or "://" not in target[:9]:
         return False
     try:
         target.encode("utf-8")
@@ -110,6 +127,36 @@ def is_url(target: Any) -> bool:
     if native is not None:
         return bool(native(target))
     return target[:8].lower().startswith(URL_SCHEMES)
+
+
+#: Runners (``_native.Runner``: the options resolved once) by the keyword options they were
+#: made from, so that a loop of ``check(path)`` resolves its options once.
+_RUNNERS: Dict[Any, Any] = {}
+_RUNNERS_MAX = 64
+
+
+def _runner(kw: Dict[str, Any]) -> Any:
+    """The native runner for these keyword options (see ``options``), made once per set of
+    options (options that cannot be a key, such as lists, make one per call)."""
+    try:
+        key = tuple(sorted(kw.items())) if kw else ()
+        runner = _RUNNERS.get(key)
+    except TypeError:
+        return _native.Runner(options(**kw))
+    if runner is None:
+        runner = _native.Runner(options(**kw))
+        if len(_RUNNERS) >= _RUNNERS_MAX:
+            _RUNNERS.clear()
+        _RUNNERS[key] = runner
+    return runner
+
+
+def _from_outcome(outcome: Any) -> Union[Report, IndexReport]:
+    """The report of a native outcome (a checked file's stays native until asked); a target
+    that could not be read raises ``ReadError``."""
+    if outcome.status is not None:
+        return Report("file", None, outcome)
+    return _report(outcome.line(), outcome.errno)
 
 
 def _is_index(path: Any) -> bool:
@@ -124,7 +171,13 @@ def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tu
         data = target if isinstance(target, bytes) else bytes(target)
         return _native.check_bytes(data, name or "<bytes>", opts)  # type: ignore[no-any-return]
     if is_url(target):
-        return _native.check_url(target, opts)  # type: ignore[no-any-return]
+        found = _native.check_url(target, opts)
+        if len(found) != 1:
+            raise ValueError(
+                f"the address names {len(found)} targets (a whole repository on the hub): "
+                "use stcheck.check_tree or stcheck.records_tree for it"
+            )
+        return found[0]  # type: ignore[no-any-return]
     return _native.check_paths([target], opts)[0]  # type: ignore[no-any-return]
 
 
@@ -211,6 +264,10 @@ def check(
 
     A file that cannot be read raises ``stcheck.ReadError`` (an ``OSError``), never a verdict.
     """
+    if isinstance(target, bytes):
+        return _from_outcome(_runner(opts).check_bytes(target, name or "<bytes>"))
+    if not isinstance(target, _BYTES) and not is_url(target):
+        return _from_outcome(_runner(opts).check(target))
     line, errno = _native_record(target, options(**opts), name)
     return _report(line, errno)
 
@@ -218,8 +275,7 @@ def check(
 def check_index(path: PathLike, **opts: Any) -> IndexReport:
     """Check a sharded set by its ``*.safetensors.index.json``: the index and every shard it
     names (each checked as a file with the same options), as one set."""
-    line, errno = _native.check_paths([path], options(**opts))[0]
-    report = _report(line, errno)
+    report = _from_outcome(_runner(opts).check(path))
     assert isinstance(report, IndexReport)
     return report
 

@@ -32,6 +32,15 @@ copied to aligned memory.
 installed (a clear ``ModuleNotFoundError`` naming it when not); the packed sub-byte formats F4,
 F6_E2M3 and F6_E3M2 have no numpy type and raise ``TypeError`` for that tensor.
 
+**Torch.** ``framework="pt"`` gives ``torch.Tensor``s from the same checked bytes:
+``torch.frombuffer`` of the buffer (or map) at the validated offset, reshaped, with no numpy in
+between; every dtype the installed torch has; ``device=`` as ``safetensors.torch`` takes it
+(made on the CPU, then moved). torch is optional: without it, ``ModuleNotFoundError`` names it.
+
+**Tensor descriptions** come from the native check as ``(name, dtype, shape, file offset,
+elements, bytes)`` tuples (``_native.Outcome.specs``): one ``frombuffer`` per tensor, no
+record parsed. Only local files are loaded: a URL is refused as one.
+
 **Sharded checkpoints** (``*.safetensors.index.json``) are checked as a set first (the index
 and every shard); each shard is kept as one file is: its bytes read and checked, or its checked
 file kept open.
@@ -45,14 +54,14 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _native
-from ._check import PathLike, _is_index, options
+from ._check import PathLike, _is_index, _runner, is_url, options
 from ._errors import ReadError, read_error, verdict_error
 from ._report import IndexReport, Report, TensorInfo
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["load_file", "load", "safe_open"]
+__all__ = ["load_file", "load", "safe_open", "torch_dtype"]
 
 #: safetensors dtype -> numpy type name (little-endian, as the format stores them).
 _NUMPY = {
@@ -110,21 +119,31 @@ def numpy_dtype(dtype: str) -> "np.dtype":
     raise TypeError(f"dtype {dtype} has no numpy type")
 
 
+_ALLOWED = frozenset(
+    {"deep", "sha256", "deny_warnings", "deny_nonfinite", "deny", "allow",
+     "max_header_size", "max_warnings_per_rule", "follow_links", "threads"}
+)
+
+
 def _loader_options(kw: Dict[str, Any], backend: str) -> Dict[str, Any]:
-    allowed = {"deep", "sha256", "deny_warnings", "deny_nonfinite", "deny", "allow",
-               "max_header_size", "max_warnings_per_rule", "follow_links", "threads"}
-    unknown = set(kw) - allowed
-    if unknown:
+    """The keyword options of a loader's check, checked: those of ``stcheck.check`` that
+    apply to a strict check."""
+    if kw and not _ALLOWED.issuperset(kw):
+        unknown = set(kw) - _ALLOWED
         raise TypeError(f"unexpected option(s): {', '.join(sorted(unknown))}")
     if backend not in _BACKENDS:
         raise ValueError(f"backend: {backend!r} is not 'pread', 'read' or 'mmap'")
     # The loader is always strict, and reads with ordinary reads (a map is only made here,
     # with mmap=True); the tensor list is needed to find the tensors.
-    return options(profile="strict", verbose=True, mode="read", **kw)
+    return dict(kw, profile="strict", verbose=True, mode="read")
 
 
-def _reads_data(opts: Dict[str, Any]) -> bool:
-    return bool(opts["deep"] or opts["sha256"] or opts["deny_nonfinite"])
+def _loader_opts(kw: Dict[str, Any]) -> Dict[str, Any]:
+    return options(**kw)
+
+
+def _reads_data(kw: Dict[str, Any]) -> bool:
+    return bool(kw.get("deep") or kw.get("sha256") or kw.get("deny_nonfinite"))
 
 
 def _map(fd: int) -> _mmap.mmap:
@@ -132,54 +151,195 @@ def _map(fd: int) -> _mmap.mmap:
     return _mmap.mmap(fd, 0, access=_mmap.ACCESS_COPY)
 
 
-def _array(buffer: Any, t: TensorInfo) -> "np.ndarray":
-    """The tensor ``t`` of a checked file held in ``buffer``: a view at its validated offset,
-    copied only when the offset is not aligned for the dtype."""
-    import numpy as np
+#: safetensors dtype -> the torch dtype's name (those this torch has are used).
+_TORCH = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "U32": "uint32",
+    "I32": "int32",
+    "F32": "float32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E8M0": "float8_e8m0fnu",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+}
 
-    dtype = numpy_dtype(t.dtype)
-    if t.elements == 0:
-        return np.zeros(t.shape, dtype=dtype)
-    arr = np.frombuffer(buffer, dtype=dtype, count=t.elements, offset=t.file_offsets[0])
-    if not arr.flags.aligned:
-        arr = arr.copy()
-    return arr.reshape(t.shape)
+#: The values of ``framework`` (safetensors' names): numpy, or torch.
+_FRAMEWORKS = {"numpy": "np", "np": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
 
 
-def _read_array(file: Any, t: TensorInfo) -> "np.ndarray":
-    """The tensor ``t`` read from the checked open ``file`` into a buffer of its own."""
-    import numpy as np
-
-    dtype = numpy_dtype(t.dtype)
-    if t.elements == 0:
-        return np.zeros(t.shape, dtype=dtype)
+def _torch() -> Any:
     try:
-        buffer = file.read(t.file_offsets[0], t.nbytes)
-    except _native.ReadFailed as e:
-        line, errno = e.args
-        raise read_error(json.loads(line), errno) from None
-    arr = np.frombuffer(buffer, dtype=dtype, count=t.elements)
+        import torch
+    except ImportError as e:
+        raise ModuleNotFoundError(
+            "framework='pt' needs the torch package, which is not installed (pip install torch)",
+            name="torch",
+        ) from e
+    return torch
+
+
+def torch_dtype(dtype: str) -> Any:
+    """The ``torch.dtype`` of a safetensors dtype name (``TypeError`` for one this torch lacks)."""
+    torch = _torch()
+    found = getattr(torch, _TORCH.get(dtype, ""), None) if dtype in _TORCH else None
+    if found is None:
+        raise TypeError(f"dtype {dtype} has no torch type in torch {torch.__version__}")
+    return found
+
+
+def _framework(framework: str) -> str:
+    try:
+        fw = _FRAMEWORKS[framework]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"framework: {framework!r} is not supported (only 'numpy'/'np' and 'pt'/'torch')"
+        ) from None
+    if fw == "pt":
+        _torch()  # a clear error before anything is read
+    return fw
+
+
+def _device(fw: str, device: Any) -> Any:
+    """The device tensors go to: ``None`` for the CPU (where they are made)."""
+    if fw == "np":
+        if device != "cpu":
+            raise ValueError(f"device: {device!r} is not supported with numpy (only 'cpu')")
+        return None
+    torch = _torch()
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = f"cuda:{device}"  # an index means a CUDA device, as in safetensors.torch
+    d = torch.device(device)
+    return None if d.type == "cpu" else d
+
+
+#: A tensor as the loader needs it: name, dtype, shape, absolute offset, elements, bytes.
+Spec = Tuple[str, str, Tuple[int, ...], int, int, int]
+
+
+def _spec(t: TensorInfo) -> Spec:
+    return (t.name, t.dtype, t.shape, t.file_offsets[0], t.elements, t.nbytes)
+
+
+#: numpy's own dtypes by safetensors name, made once each (those of ml_dtypes are looked up
+#: each time: whether it can be imported is asked again).
+_NP_DTYPES: Dict[str, Any] = {}
+
+
+def _np_dtype(dtype: str) -> Any:
+    dt = numpy_dtype(dtype)
+    if dtype in _NUMPY:
+        _NP_DTYPES[dtype] = dt
+    return dt
+
+
+def _np_array(buffer: Any, dtype: str, shape: Tuple[int, ...], offset: int, elements: int) -> "np.ndarray":
+    """A numpy view of ``buffer`` at ``offset``, copied only when it is not aligned."""
+    import numpy as np
+
+    dt = _NP_DTYPES.get(dtype) or _np_dtype(dtype)
+    if elements == 0:
+        return np.zeros(shape, dtype=dt)
+    arr = np.frombuffer(buffer, dtype=dt, count=elements, offset=offset)
     if not arr.flags.aligned:
         arr = arr.copy()
-    return arr.reshape(t.shape)
+    return arr.reshape(shape)
+
+
+def _np_arrays(buffer: Any, specs: List[Spec]) -> Dict[str, "np.ndarray"]:
+    """Every tensor of a checked file held in ``buffer``: one ``frombuffer`` each."""
+    import numpy as np
+
+    frombuffer = np.frombuffer
+    out = {}
+    for name, dtype, shape, offset, elements, _ in specs:
+        dt = _NP_DTYPES.get(dtype) or _np_dtype(dtype)
+        if elements == 0:
+            out[name] = np.zeros(shape, dtype=dt)
+            continue
+        arr = frombuffer(buffer, dtype=dt, count=elements, offset=offset)
+        if not arr.flags.aligned:
+            arr = arr.copy()
+        out[name] = arr.reshape(shape)
+    return out
+
+
+def _pt_tensor(buffer: Any, dtype: str, shape: Tuple[int, ...], offset: int, elements: int, nbytes: int) -> Any:
+    """A ``torch.Tensor`` sharing ``buffer``'s memory at ``offset`` (kept alive by the
+    tensor), copied to memory of its own when the offset is not aligned for the dtype."""
+    torch = _torch()
+    dt = torch_dtype(dtype)
+    if elements == 0:
+        return torch.empty(shape, dtype=dt)
+    if offset % dt.itemsize:
+        buffer, offset = bytearray(memoryview(buffer)[offset:offset + nbytes]), 0
+    return torch.frombuffer(buffer, dtype=dt, count=elements, offset=offset).reshape(shape)
+
+
+def _pt_tensors(buffer: Any, specs: List[Spec]) -> Dict[str, Any]:
+    """Every tensor of a checked file held in ``buffer``: one ``torch.frombuffer`` each."""
+    torch = _torch()
+    frombuffer = torch.frombuffer
+    dtypes: Dict[str, Any] = {}
+    out = {}
+    for name, dtype, shape, offset, elements, nbytes in specs:
+        dt = dtypes.get(dtype)
+        if dt is None:
+            dt = dtypes[dtype] = torch_dtype(dtype)
+        if elements == 0:
+            out[name] = torch.empty(shape, dtype=dt)
+        elif offset % dt.itemsize:
+            out[name] = _pt_tensor(buffer, dtype, shape, offset, elements, nbytes)
+        else:
+            out[name] = frombuffer(buffer, dtype=dt, count=elements, offset=offset).reshape(shape)
+    return out
+
+
+def _tensor(fw: str, buffer: Any, s: Spec) -> Any:
+    """The tensor ``s`` of a checked file held in ``buffer`` (a ``bytearray`` or a map)."""
+    if fw == "np":
+        return _np_array(buffer, s[1], s[2], s[3], s[4])
+    return _pt_tensor(buffer, s[1], s[2], s[3], s[4], s[5])
+
+
+def _tensors(fw: str, buffer: Any, specs: List[Spec]) -> Dict[str, Any]:
+    return _np_arrays(buffer, specs) if fw == "np" else _pt_tensors(buffer, specs)
 
 
 class _Shard:
-    """One checked file: its report's tensors, and where their bytes are: ``buffer`` (the
-    whole file read and checked, or a map of it), else read from ``file`` on demand."""
+    """One checked file: its tensors (``specs``, in file order), and where their bytes are:
+    ``buffer`` (the whole file read and checked, or a map of it), else read from ``file`` on
+    demand."""
 
-    __slots__ = ("buffer", "file", "report", "tensors")
+    __slots__ = ("buffer", "file", "report", "specs")
 
-    def __init__(self, buffer: Any, file: Any, report: Report) -> None:
+    def __init__(self, buffer: Any, file: Any, report: Report, specs: List[Spec]) -> None:
         self.buffer = buffer
         self.file = file
         self.report = report
-        self.tensors: Dict[str, TensorInfo] = {t.name: t for t in report.tensors}
+        self.specs = specs
 
-    def array(self, t: TensorInfo) -> "np.ndarray":
+    def tensor(self, fw: str, s: Spec) -> Any:
         if self.buffer is not None:
-            return _array(self.buffer, t)
-        return _read_array(self.file, t)
+            return _tensor(fw, self.buffer, s)
+        if s[4] == 0:
+            return _tensor(fw, b"", s)
+        try:
+            buffer = self.file.read(s[3], s[5])
+        except _native.ReadFailed as e:
+            line, errno = e.args
+            raise read_error(json.loads(line), errno) from None
+        return _tensor(fw, buffer, (s[0], s[1], s[2], 0, s[4], s[5]))
 
 
 def _verdict(line: str, errno: Optional[int]) -> Union[Report, IndexReport]:
@@ -195,34 +355,43 @@ def _verdict(line: str, errno: Optional[int]) -> Union[Report, IndexReport]:
     return report
 
 
-def _shard(report: Report, kept: Any, how: str) -> _Shard:
+def _valid(outcome: Any) -> Report:
+    """The report of a native outcome of a valid file; raises otherwise."""
+    if outcome.status != "valid":
+        return _verdict(outcome.line(), outcome.errno)  # raises  # type: ignore[return-value]
+    return Report("file", None, outcome)
+
+
+def _shard(report: Report, kept: Any, how: str, specs: Optional[List[Spec]] = None) -> _Shard:
     """A checked file, as the native module kept it: a ``bytearray`` of the whole file (read
     and checked there), or the open ``CheckedFile`` that was checked, to read from or map."""
+    if specs is None:
+        specs = [_spec(t) for t in report.tensors]
     if isinstance(kept, bytearray):
-        return _Shard(kept, None, report)
+        return _Shard(kept, None, report, specs)
     if how == "map":
         fd = kept.fileno()
         if os.fstat(fd).st_size != report.size:
             raise ReadError(f"{report.path}: the file changed after it was checked")
-        return _Shard(_map(fd), None, report)
-    return _Shard(None, kept, report)
+        return _Shard(_map(fd), None, report, specs)
+    return _Shard(None, kept, report, specs)
 
 
-def _open(filename: PathLike, how: str, opts: Dict[str, Any]) -> Tuple[Union[Report, IndexReport], List[_Shard]]:
+def _open(filename: PathLike, how: str, kw: Dict[str, Any]) -> Tuple[Union[Report, IndexReport], List[_Shard]]:
     """Check ``filename`` (a file, or a sharded set by its index) and keep each valid file
     ``how`` says: ``"read"`` (read into memory and checked there), ``"open"`` (kept open, its
     tensors read on demand) or ``"map"`` (kept open, then mapped)."""
     read = how == "read"
     if _is_index(filename):
-        line, errno, kept = _native.open_index_checked(filename, opts, read)
+        line, errno, kept = _native.open_index_checked(filename, _loader_opts(kw), read)
         report = _verdict(line, errno)
         assert isinstance(report, IndexReport)
         shard_reports = {s.name: s for s in report.shards if isinstance(s, Report)}
         return report, [_shard(shard_reports[name], k, how) for name, k in kept]
-    line, errno, one = _native.open_checked(filename, opts, read)
-    report = _verdict(line, errno)
-    assert isinstance(report, Report) and one is not None
-    return report, [_shard(report, one, how)]
+    outcome, one = _runner(kw).open(filename, read)
+    report = _valid(outcome)
+    assert one is not None
+    return report, [_shard(report, one, how, outcome.specs())]
 
 
 class _Slice:
@@ -234,17 +403,17 @@ class _Slice:
         self._info = owner._info(name)[1]
 
     def get_shape(self) -> List[int]:
-        return list(self._info.shape)
+        return list(self._info[2])
 
     def get_dtype(self) -> str:
-        return self._info.dtype
+        return self._info[1]
 
     def __len__(self) -> int:
-        if not self._info.shape:
+        if not self._info[2]:
             raise TypeError("len() of a 0-d tensor")
-        return self._info.shape[0]
+        return self._info[2][0]
 
-    def __getitem__(self, index: Any) -> "np.ndarray":
+    def __getitem__(self, index: Any) -> Any:
         return self._owner.get_tensor(self._name)[index]
 
 
@@ -275,39 +444,39 @@ class safe_open:
         self,
         filename: PathLike,
         framework: str = "numpy",
-        device: str = "cpu",
+        device: Any = "cpu",
         *,
         mmap: bool = False,
         backend: str = "pread",
         **kw: Any,
     ) -> None:
-        if framework not in ("numpy", "np"):
-            raise ValueError(f"framework: {framework!r} is not supported (only 'numpy')")
-        if device != "cpu":
-            raise ValueError(f"device: {device!r} is not supported (only 'cpu')")
+        if is_url(filename):
+            raise _no_urls(filename)  # type: ignore[arg-type]
+        self._fw = _framework(framework)
+        self._device = _device(self._fw, device)
         opts = _loader_options(kw, backend)
         how = "map" if mmap else "read" if _reads_data(opts) else "open"
         self._shards: List[_Shard] = []
-        self._where: Dict[str, int] = {}
+        self._where: Dict[str, Tuple[int, Spec]] = {}
         self.report: Union[Report, IndexReport]
         self.report, shards = _open(filename, how, opts)
         # `__metadata__` of one file; a sharded set has none.
-        self._metadata = shards[0].report.metadata if isinstance(self.report, Report) else None
+        self._one = isinstance(self.report, Report)
         for shard in shards:
             self._add(shard)
 
     def _add(self, shard: _Shard) -> None:
         i = len(self._shards)
         self._shards.append(shard)
-        for name in shard.tensors:
-            self._where[name] = i
+        for spec in shard.specs:
+            self._where[spec[0]] = (i, spec)
 
-    def _info(self, name: str) -> Tuple[_Shard, TensorInfo]:
+    def _info(self, name: str) -> Tuple[_Shard, Spec]:
         try:
-            shard = self._shards[self._where[name]]
+            i, spec = self._where[name]
         except KeyError:
             raise KeyError(f"no tensor named {name!r}") from None
-        return shard, shard.tensors[name]
+        return self._shards[i], spec
 
     def __enter__(self) -> "safe_open":
         return self
@@ -324,19 +493,24 @@ class safe_open:
 
     def offset_keys(self) -> List[str]:
         """The tensor names in file order (shard by shard for a sharded set)."""
-        return [name for shard in self._shards for name in shard.tensors]
+        return [s[0] for shard in self._shards for s in shard.specs]
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """``__metadata__`` of the file, or ``None`` (also for a sharded set)."""
-        return dict(self._metadata) if self._metadata is not None else None
+        if not self._one or not self._shards:
+            return None
+        metadata = self._shards[0].report.metadata
+        return dict(metadata) if metadata is not None else None
 
-    def get_tensor(self, name: str) -> "np.ndarray":
-        """The tensor as a numpy array: read from the checked file into memory of its own (or
-        a view of the checked bytes, or of the map with ``mmap=True``)."""
+    def get_tensor(self, name: str) -> Any:
+        """The tensor as a numpy array (a ``torch.Tensor`` with ``framework="pt"``): read from
+        the checked file into memory of its own (or a view of the checked bytes, or of the map
+        with ``mmap=True``)."""
         shard, t = self._info(name)
-        return shard.array(t)
+        tensor = shard.tensor(self._fw, t)
+        return tensor if self._device is None else tensor.to(self._device)
 
-    def get_tensors(self) -> Dict[str, "np.ndarray"]:
+    def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, keyed by name, in file order."""
         return {name: self.get_tensor(name) for name in self.offset_keys()}
 
@@ -349,31 +523,64 @@ class safe_open:
 
 
 def load_file(
-    filename: PathLike, *, mmap: bool = False, backend: str = "pread", **kw: Any
-) -> Dict[str, "np.ndarray"]:
-    """Load every tensor of a strictly valid file (or sharded set) as numpy arrays.
+    filename: PathLike,
+    *,
+    framework: str = "numpy",
+    device: Any = "cpu",
+    mmap: bool = False,
+    backend: str = "pread",
+    **kw: Any,
+) -> Dict[str, Any]:
+    """Load every tensor of a strictly valid file (or sharded set) as numpy arrays (or
+    ``torch.Tensor``s with ``framework="pt"``, on ``device``).
 
-    ``safetensors.numpy.load_file``, except that a file that fails strict validation raises
-    ``stcheck.SafetensorsError`` and nothing is returned. The file is read into memory once
-    (one buffer per file) and checked there; the arrays are views of that buffer, so they hold
-    the bytes that were checked whatever happens to the file later. ``mmap=True`` hands out
-    views of a map of the file instead (zero-copy, with the map's risk: see the module
-    documentation). Options as for ``safe_open``.
+    ``safetensors.numpy.load_file`` (``safetensors.torch.load_file``), except that a file that
+    fails strict validation raises ``stcheck.SafetensorsError`` and nothing is returned. The
+    file is read into memory once (one buffer per file) and checked there; the tensors are
+    views of that buffer, so they hold the bytes that were checked whatever happens to the file
+    later. ``mmap=True`` hands out views of a map of the file instead (zero-copy, with the
+    map's risk: see the module documentation). Options as for ``safe_open``.
     """
+    if is_url(filename):
+        raise _no_urls(filename)
+    fw = _framework(framework)
+    to = _device(fw, device)
     opts = _loader_options(kw, backend)
     _, shards = _open(filename, "map" if mmap else "read", opts)
     # Each shard holds its bytes (read, or mapped): one frombuffer per tensor.
-    return {name: _array(s.buffer, t) for s in shards for name, t in s.tensors.items()}
+    if len(shards) == 1:
+        out = _tensors(fw, shards[0].buffer, shards[0].specs)
+    else:
+        out = {}
+        for sh in shards:
+            out.update(_tensors(fw, sh.buffer, sh.specs))
+    if to is not None:
+        out = {name: t.to(to) for name, t in out.items()}
+    return out
 
 
-def load(data: Union[bytes, bytearray, memoryview], **kw: Any) -> Dict[str, "np.ndarray"]:
-    """Load every tensor of a strictly valid file held in memory (``safetensors.numpy.load``).
+def load(data: Union[bytes, bytearray, memoryview], *, framework: str = "numpy", **kw: Any) -> Dict[str, Any]:
+    """Load every tensor of a strictly valid file held in memory (``safetensors.numpy.load``;
+    ``safetensors.torch.load`` with ``framework="pt"``).
 
     The arrays are read-only views of ``data`` when it is ``bytes`` (immutable), else of a
     ``bytes`` copy of it taken before the check: either way, of the bytes that were checked.
+    Torch tensors are views of one writable copy of the checked bytes (torch has no read-only
+    tensors), as ``safetensors.torch.load``'s are new tensors.
     """
+    fw = _framework(framework)
     opts = _loader_options(kw, "pread")
     buffer = data if isinstance(data, bytes) else bytes(data)
-    report = _verdict(*_native.check_bytes(buffer, "<bytes>", opts))
-    assert isinstance(report, Report)
-    return {t.name: _array(buffer, t) for t in report.tensors}
+    outcome = _runner(opts).check_bytes(buffer, "<bytes>")
+    _valid(outcome)
+    held: Any = buffer if fw == "np" else bytearray(buffer)
+    return _tensors(fw, held, outcome.specs())
+
+
+def _no_urls(target: str) -> ReadError:
+    """The loader reads local files only: a URL is refused by name (``stcheck.check`` takes
+    it; loading tensors over the network is not supported)."""
+    return ReadError(
+        f"{target}: the loader reads local files only; URLs are not supported "
+        "(stcheck.check checks a URL; download the file to load its tensors)"
+    )

@@ -134,15 +134,30 @@ def _totals(items: Optional[List[Dict[str, Any]]]) -> List[DtypeTotal]:
 
 
 class _Record:
-    """A record of the CLI's JSON Lines: ``type`` and ``data``."""
+    """A record of the CLI's JSON Lines: ``type`` and ``data``.
 
-    __slots__ = ("_type", "_data", "__weakref__")
+    Either the record's ``data`` (parsed), or the native outcome of a check (``_native``,
+    ``stcheck._native.Outcome``), which answers ``status`` itself and writes the record, with
+    the CLI's printer, only when another field is asked for (then parsed once, and kept).
+    """
+
+    __slots__ = ("_type", "_parsed", "_native", "__weakref__")
     _type: str
-    _data: Dict[str, Any]
+    _parsed: Optional[Dict[str, Any]]
+    _native: Any
 
-    def __init__(self, record_type: str, data: Dict[str, Any]) -> None:
+    def __init__(self, record_type: str, data: Optional[Dict[str, Any]], native: Any = None) -> None:
         object.__setattr__(self, "_type", record_type)
-        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_parsed", data)
+        object.__setattr__(self, "_native", native)
+
+    @property
+    def _data(self) -> Dict[str, Any]:
+        data = self._parsed
+        if data is None:
+            data = json.loads(self._native.line())["data"]
+            object.__setattr__(self, "_parsed", data)
+        return data
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
@@ -152,7 +167,8 @@ class _Record:
 
     def __setstate__(self, state: Tuple[str, Dict[str, Any]]) -> None:
         object.__setattr__(self, "_type", state[0])
-        object.__setattr__(self, "_data", state[1])
+        object.__setattr__(self, "_parsed", state[1])
+        object.__setattr__(self, "_native", None)
 
     def __reduce__(self) -> Any:
         return (type(self)._from_state, (self._type, self._data))
@@ -171,16 +187,24 @@ class _Record:
     @property
     def path(self) -> str:
         """The path as given, shown as the CLI shows it (non-UTF-8 bytes as ``\\xNN``)."""
+        if self._parsed is None:
+            path = self._native.path
+            if path is not None:
+                return path  # type: ignore[no-any-return]
         return self._data["path"]
 
     @property
     def status(self) -> str:
         """``"valid"`` or ``"invalid"`` (under the chosen profile)."""
+        if self._parsed is None:
+            status = self._native.status
+            if status is not None:
+                return status  # type: ignore[no-any-return]
         return self._data["status"]
 
     @property
     def valid(self) -> bool:
-        return self._data["status"] == "valid"
+        return self.status == "valid"
 
     def to_dict(self) -> Dict[str, Any]:
         """The record's ``data`` object, with exactly the keys ``stcheck --json`` writes."""
@@ -192,7 +216,11 @@ class _Record:
 
     def to_json(self) -> str:
         """The record as one line of JSON (without the newline)."""
-        return json.dumps({"type": self._type, "data": self._data}, ensure_ascii=False)
+        if self._parsed is None:
+            return self._native.line()  # type: ignore[no-any-return]
+        return json.dumps(
+            {"type": self._type, "data": self._data}, ensure_ascii=False, separators=(",", ":")
+        )
 
 
 class _Checked(_Record):
