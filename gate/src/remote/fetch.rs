@@ -4,10 +4,9 @@
 use ureq::http::Method;
 
 use super::address::Url;
+use super::budget::header_share;
 use super::http::{read_up_to, Response, Session};
-use super::shards::{header_share, RemoteShards};
-use super::{verdict, Depth, ErrorKind, FileCheck, Found, IndexCheck, Remote, RemoteError};
-use stcheck::index::ShardOutcome;
+use super::{verdict, Depth, ErrorKind, FileCheck, RemoteError};
 use stcheck::Config;
 
 /// The most range requests one header check makes (a server that answers each range with a
@@ -434,33 +433,6 @@ pub(super) fn fetch_index_bytes(
         }
     }
     Ok(bytes)
-}
-
-/// Fetch an index (at most one byte past the header limit) and check it with its shards.
-pub(super) fn check_index(
-    remote: &Remote,
-    session: &mut Session<'_>,
-    url: &Url,
-    config: &Config,
-    depth: Depth,
-    known: &super::Known,
-    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
-) -> Result<Found, RemoteError> {
-    let bytes = fetch_index_bytes(session, url, config)?;
-    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known);
-    let report = source.check(&bytes, config, on_shard);
-    // The set's deadline passed is a timeout, whichever shard was under way.
-    let kind = match source.failure() {
-        Some(ErrorKind::Timeout) => ErrorKind::Timeout,
-        _ => ErrorKind::Shard,
-    };
-    let (shards, unused) = source.into_costs();
-    for (_, c) in &shards {
-        session.cost.add(c);
-    }
-    session.cost.add(&unused);
-    let report = report.map_err(|e| RemoteError::new(kind, session.scrub(&e.to_string())))?;
-    Ok(Found::Index(Box::new(IndexCheck { report, shards })))
 }
 
 /// The check of one file (not an index) at `url`.

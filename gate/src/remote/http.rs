@@ -7,62 +7,9 @@ use std::time::{Duration, Instant};
 use ureq::http::{HeaderMap, Method};
 
 use super::address::{Origin, Url};
-use super::shards::{header_share, Permit, Slot};
+use super::budget::{header_share, Permit, Slot};
+pub(super) use super::deadline::Deadline;
 use super::{Cost, ErrorKind, Remote, RemoteError};
-
-/// When a job must be over, and what the time was allowed for (for messages). One deadline
-/// covers everything a job fetches: a file with its data, or an index with all its shards.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Deadline {
-    at: Option<Instant>,
-    allowed: Duration,
-    what: &'static str,
-}
-
-impl Deadline {
-    /// What a file's deadline is for.
-    pub(super) const FILE: &'static str = "one file";
-    /// What a set's deadline is for.
-    pub(super) const SET: &'static str = "the whole set (the index and all its shards)";
-
-    /// `allowed` from now (`None`: no deadline), for `what`.
-    pub(super) fn after(allowed: Option<Duration>, what: &'static str) -> Self {
-        Deadline {
-            at: allowed.and_then(|d| Instant::now().checked_add(d)),
-            allowed: allowed.unwrap_or(Duration::MAX),
-            what,
-        }
-    }
-
-    /// When it passes, if it does.
-    pub(super) fn at(&self) -> Option<Instant> {
-        self.at
-    }
-
-    /// The time left, `Err` once it has passed.
-    pub(super) fn remaining(&self) -> Result<Option<Duration>, RemoteError> {
-        match self.at {
-            None => Ok(None),
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Ok(Some(left)),
-                _ => Err(self.passed()),
-            },
-        }
-    }
-
-    /// The error of a deadline passed.
-    pub(super) fn passed(&self) -> RemoteError {
-        RemoteError::new(ErrorKind::Timeout, self.message())
-    }
-
-    fn message(&self) -> String {
-        format!(
-            "gave up after {} s, the time allowed for {}",
-            self.allowed.as_secs_f64(),
-            self.what
-        )
-    }
-}
 
 /// A response whose status is 2xx or 416 (redirects, retries and other statuses are handled).
 pub(super) struct Response {

@@ -61,6 +61,8 @@
 //! Every call into the validator library is in one private module (`verdict`).
 
 mod address;
+mod budget;
+mod deadline;
 mod fetch;
 mod http;
 mod hub;
@@ -632,7 +634,7 @@ impl Remote {
             Deadline::after(depth.timeout(&self.options), what),
         );
         let outcome = if is_index {
-            fetch::check_index(self, &mut session, &url, config, depth, known, on_shard)
+            shards::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {
             let published = known.sha256.get(&url.file_name()).map(String::as_str);
             fetch::check_file(&mut session, &url, config, depth, published)

@@ -15,17 +15,21 @@
 //! from the moment the length is known until the checker has taken its result; a shard that
 //! would pass the budget waits, except the one the checker wants next.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 use super::address::Url;
+use super::budget::{
+    lock, Ending, Entry, EntryState, Fetched, Leaving, Permit, Planned, Shared, Slot, State,
+};
+use super::deadline::Deadline;
 use super::fetch;
-use super::http::{Deadline, Session};
-use super::{Cost, Depth, ErrorKind, Remote, RemoteError};
+use super::http::Session;
+use super::{Cost, Depth, ErrorKind, Found, IndexCheck, Remote, RemoteError};
 use stcheck::index::{check_shard_name, IndexReport, ShardOutcome, ShardSource};
 use stcheck::Checked;
 use stcheck::Config;
@@ -48,214 +52,6 @@ pub(super) struct RemoteShards<'r> {
     failure: Mutex<Option<ErrorKind>>,
     /// What the repository's listing says: the index directory's files and their SHA-256.
     known: super::Known,
-}
-
-/// What the planner, the workers and the checker share.
-struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
-    /// The check of the set is over: nothing more is fetched, fetches under way stop.
-    over: AtomicBool,
-    deadline: Deadline,
-    /// Header bytes the shards fetched ahead may hold together.
-    budget: u64,
-    /// The most shards queued (waiting, being fetched, or fetched and not yet taken).
-    window: usize,
-}
-
-#[derive(Default)]
-struct State {
-    /// The checker asked for its first shard: the index is accepted, fetching may start.
-    started: bool,
-    /// The planner has queued every name it will.
-    planned: bool,
-    /// Workers running.
-    workers: usize,
-    /// In the index's order; the front is the shard the checker wants next.
-    queue: VecDeque<Entry>,
-    next_id: u64,
-    /// Header bytes held by the shards fetched ahead.
-    held: u64,
-    /// What fetches whose result was not used cost.
-    unused: Cost,
-}
-
-struct Entry {
-    id: u64,
-    name: String,
-    state: EntryState,
-}
-
-enum EntryState {
-    Waiting,
-    Fetching,
-    Done(Box<Fetched>),
-}
-
-/// One shard's check, as a worker leaves it for the checker.
-struct Fetched {
-    result: Result<Checked<'static>, RemoteError>,
-    cost: Cost,
-    /// Header bytes of the budget held until the checker has handed the result on.
-    held: u64,
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
-    }
-
-    /// Wait for a change, at most until `until`; `false` once `until` has passed.
-    fn wait<'g>(
-        &self,
-        guard: MutexGuard<'g, State>,
-        until: Option<Instant>,
-    ) -> (MutexGuard<'g, State>, bool) {
-        match until {
-            None => (
-                self.changed
-                    .wait(guard)
-                    .unwrap_or_else(PoisonError::into_inner),
-                true,
-            ),
-            Some(t) => match t.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => {
-                    let (g, _) = self
-                        .changed
-                        .wait_timeout(guard, left)
-                        .unwrap_or_else(PoisonError::into_inner);
-                    (g, true)
-                }
-                _ => (guard, false),
-            },
-        }
-    }
-
-    fn release(&self, bytes: u64) {
-        if bytes > 0 {
-            let mut st = self.lock();
-            st.held = st.held.saturating_sub(bytes);
-            drop(st);
-            self.changed.notify_all();
-        }
-    }
-
-    fn end(&self) {
-        let st = self.lock();
-        self.over.store(true, Ordering::Relaxed);
-        drop(st);
-        self.changed.notify_all();
-    }
-}
-
-/// A shard fetched ahead: its place in its set's queue.
-#[derive(Clone, Copy)]
-pub(super) struct Slot<'a> {
-    shared: &'a Shared,
-    id: u64,
-}
-
-impl<'a> Slot<'a> {
-    /// `Err` once the set no longer wants this shard (its check is over or failed).
-    pub(super) fn going_on(&self) -> Result<(), RemoteError> {
-        if self.shared.over.load(Ordering::Relaxed) {
-            return Err(ended());
-        }
-        Ok(())
-    }
-
-    /// Hold `bytes` of header of the set's budget; wait while that would pass the budget,
-    /// unless this is the shard the checker wants next.
-    pub(super) fn reserve(&self, bytes: u64) -> Result<Permit<'a>, RemoteError> {
-        let shared = self.shared;
-        let mut st = shared.lock();
-        loop {
-            if shared.over.load(Ordering::Relaxed) {
-                return Err(ended());
-            }
-            let Some(pos) = st.queue.iter().position(|e| e.id == self.id) else {
-                return Err(ended());
-            };
-            if pos == 0 || st.held.saturating_add(bytes) <= shared.budget {
-                st.held = st.held.saturating_add(bytes);
-                return Ok(Permit { shared, bytes });
-            }
-            let (g, in_time) = shared.wait(st, shared.deadline.at());
-            st = g;
-            if !in_time {
-                return Err(shared.deadline.passed());
-            }
-        }
-    }
-}
-
-/// Header bytes held of a set's budget, given back when dropped.
-pub(super) struct Permit<'a> {
-    shared: &'a Shared,
-    bytes: u64,
-}
-
-impl Permit<'_> {
-    /// The bytes, still held, for the checker to give back.
-    fn keep(mut self) -> u64 {
-        std::mem::take(&mut self.bytes)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        self.shared.release(self.bytes);
-    }
-}
-
-/// The share of a set's budget a shard takes for the length field `field`: the header's
-/// length, or nothing for a header above `limit`, which is rejected before it is read.
-pub(super) fn header_share(field: [u8; 8], limit: u64) -> u64 {
-    match u64::from_le_bytes(field) {
-        n if n > limit => 0,
-        n => n,
-    }
-}
-
-fn ended() -> RemoteError {
-    RemoteError::new(ErrorKind::Shard, "the check of the set ended")
-}
-
-/// Counts a worker out when it ends, however it ends.
-struct Leaving<'a>(&'a Shared);
-
-impl Drop for Leaving<'_> {
-    fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.workers = st.workers.saturating_sub(1);
-        drop(st);
-        self.0.changed.notify_all();
-    }
-}
-
-/// Ends the set's fetching when the check ends, however it ends.
-struct Ending<'a>(&'a Shared);
-
-impl Drop for Ending<'_> {
-    fn drop(&mut self) {
-        self.0.end();
-    }
-}
-
-/// Marks the plan complete when the planner ends, however it ends.
-struct Planned<'a>(&'a Shared);
-
-impl Drop for Planned<'_> {
-    fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.planned = true;
-        drop(st);
-        self.0.changed.notify_all();
-    }
 }
 
 impl<'r> RemoteShards<'r> {
@@ -600,4 +396,31 @@ impl ShardSource for RemoteShards<'_> {
             }
         }
     }
+}
+
+/// Fetch an index (at most one byte past the header limit) and check it with its shards.
+pub(super) fn check_index(
+    remote: &Remote,
+    session: &mut Session<'_>,
+    url: &Url,
+    config: &Config,
+    depth: Depth,
+    known: &super::Known,
+    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+) -> Result<Found, RemoteError> {
+    let bytes = fetch::fetch_index_bytes(session, url, config)?;
+    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known);
+    let report = source.check(&bytes, config, on_shard);
+    // The set's deadline passed is a timeout, whichever shard was under way.
+    let kind = match source.failure() {
+        Some(ErrorKind::Timeout) => ErrorKind::Timeout,
+        _ => ErrorKind::Shard,
+    };
+    let (shards, unused) = source.into_costs();
+    for (_, c) in &shards {
+        session.cost.add(c);
+    }
+    session.cost.add(&unused);
+    let report = report.map_err(|e| RemoteError::new(kind, session.scrub(&e.to_string())))?;
+    Ok(Found::Index(Box::new(IndexCheck { report, shards })))
 }
