@@ -198,6 +198,12 @@ def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str,
 def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
     """``record`` for many targets, in order: paths are checked in one native call (the GIL
     released once for all of them), URLs and ``bytes`` one by one."""
+    return [json.loads(line) for line in lines(targets, **opts)]
+
+
+def lines(targets: Sequence[Any], **opts: Any) -> List[str]:
+    """The JSON lines ``stcheck --json`` writes for ``targets`` (one each, in order), not
+    parsed: what ``records`` parses, for a caller that stores the text as it is."""
     opts.setdefault("verbose", False)
     o = options(**opts)
     outcomes: List[Any] = [None] * len(targets)
@@ -207,7 +213,7 @@ def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
     for i, t in enumerate(targets):
         if outcomes[i] is None:
             outcomes[i] = _native_record(t, o, None)
-    return [json.loads(line) for line, _ in outcomes]
+    return [line for line, _ in outcomes]
 
 
 def records_tree(paths: Sequence[PathLike], **opts: Any) -> List[Dict[str, Any]]:

@@ -215,9 +215,8 @@ def check_batch(targets: Sequence[Any], options: Optional[Dict[str, Any]] = None
     which is what makes batches of small files cheap to send back."""
     cols: Dict[str, List[Any]] = {c: [] for c in COLUMNS}
     targets = list(targets)
-    for target, rec in zip(targets, _check.records(targets, **dict(options or {}))):
-        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
-        for k, v in _row(target, rec, line).items():
+    for target, line in zip(targets, _check.lines(targets, **dict(options or {}))):
+        for k, v in _row(target, json.loads(line), line).items():
             cols[k].append(v)
     return cols
 
