@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--big-mib", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partition-size", type=int, default=250)
-    ap.add_argument("--batch-size", type=int, default=2000)
+    ap.add_argument("--batch-size", type=int, default=10000)
     args = ap.parse_args()
 
     from distributed import Client, LocalCluster
