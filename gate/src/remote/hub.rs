@@ -281,17 +281,7 @@ fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (n, v) in pairs {
-            h.append(
-                ureq::http::HeaderName::from_bytes(n.as_bytes()).expect("name"),
-                v.parse().expect("value"),
-            );
-        }
-        h
-    }
+    use crate::remote::said::tests::headers;
 
     #[test]
     fn finds_the_next_page() {

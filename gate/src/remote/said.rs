@@ -115,10 +115,11 @@ pub(super) fn reason(status: u16, headers: &HeaderMap) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    /// A header map of `(name, value)` pairs (also for the hub listing's tests).
+    pub(in crate::remote) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (n, v) in pairs {
             h.append(
