@@ -447,7 +447,7 @@ fn is_link_loop(_e: &io::Error) -> bool {
 #[derive(Debug)]
 pub struct RegularFile {
     file: File,
-    len: u64,
+    stamp: stcheck::FileStamp,
     id: Option<FileId>,
 }
 
@@ -459,17 +459,25 @@ impl RegularFile {
 
     /// The open file, and its length.
     pub fn into_parts(self) -> (File, u64) {
-        (self.file, self.len)
+        let len = self.stamp.len();
+        (self.file, len)
     }
 
     /// The length when it was opened.
     pub fn len(&self) -> u64 {
-        self.len
+        self.stamp.len()
     }
 
     /// Whether the length was 0 when it was opened.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.stamp.is_empty()
+    }
+
+    /// What it was when it was opened (from the `fstat` that confirmed it is a regular file),
+    /// for [`stcheck::check_opened`]: a check starts from it, so a change since the open is
+    /// caught too.
+    pub fn stamp(&self) -> &stcheck::FileStamp {
+        &self.stamp
     }
 
     /// Its identity, from `fstat` on the open file.
@@ -501,7 +509,7 @@ pub fn open_regular(path: &Path) -> Result<RegularFile, NotChecked> {
     }
     Ok(RegularFile {
         file,
-        len: meta.len(),
+        stamp: stcheck::FileStamp::from_metadata(&meta),
         id,
     })
 }

@@ -474,7 +474,7 @@ impl Gate {
         let result = crate::fs::open_regular(path)
             .map_err(|e| ReadError::from(e).with_path(path))
             .and_then(|file| {
-                stcheck::check_file_with(file.file(), config, mode, progress, |c| {
+                stcheck::check_opened(file.file(), file.stamp(), config, mode, progress, |c| {
                     self.checked(&at, &c, &Via::Local(mode), sink)
                 })
             });

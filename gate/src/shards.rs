@@ -90,13 +90,13 @@ impl FsSource {
 
     /// Open the shard `name` (a plain file name) under the link policy, as a regular file
     /// that is still the one [`FsSource::resolve`] judged.
-    pub fn open(&self, name: &str) -> Result<std::fs::File, ReadError> {
+    pub fn open(&self, name: &str) -> Result<crate::fs::RegularFile, ReadError> {
         let (path, expected) = self.resolve(name)?;
         let file = crate::fs::open_regular(&path)?;
         if file.id() != expected {
             return Err(NotChecked::Changed.into());
         }
-        Ok(file.into_parts().0)
+        Ok(file)
     }
 
     /// [`ShardSource::check`], telling `progress` how far the shard's check got (see
@@ -109,7 +109,7 @@ impl FsSource {
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
         let file = self.open(name)?;
-        stcheck::check_file_with(&file, config, self.mode, progress, f)
+        stcheck::check_opened(file.file(), file.stamp(), config, self.mode, progress, f)
     }
 }
 

@@ -32,7 +32,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd as _;
-use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,7 +42,10 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use stcheck::index::ShardSource;
 use stcheck::index::{IndexReport, ShardOutcome};
-use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, ReadMode, Rule};
+use stcheck::{
+    Checked, Checker, Config, FileStamp, Profile, ReadError, ReadErrorKind, ReadMode, Rule,
+};
+use stcheck_gate::fs::RegularFile;
 use stcheck_gate::options::{Face, RunOptions};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
@@ -571,24 +574,6 @@ fn changed() -> ReadError {
     ReadError::new(ReadErrorKind::Changed, "the file changed while it was read")
 }
 
-/// What tells that an open file changed between two moments, as the library's read mode
-/// compares them: its size, its modification and status-change times (a write, a truncation
-/// and a rewrite in place all set them), and which file it is.
-type Stamp = (u64, i64, i64, i64, i64, u64, u64);
-
-fn stamp(file: &File) -> Result<Stamp, ReadError> {
-    let m = file.metadata()?;
-    Ok((
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-        m.ino(),
-        m.dev(),
-    ))
-}
-
 /// Read at `offset` until `buf` is full or the file ends: the bytes read.
 fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadError> {
     let mut got = 0;
@@ -611,33 +596,6 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> Result<(), ReadErr
     }
 }
 
-/// The most bytes [`read_head`] reads at a time.
-const HEAD_STEP: usize = 16 << 20;
-
-/// Feed `checker` (a header-only check of a file `len` bytes long) the start of `file` as far
-/// as it wants it: the length field and the header, or the first bytes of a file that is not
-/// safetensors; the bytes read. Bounded by the header limit, as the checker wants no more.
-fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>, ReadError> {
-    let mut head = Vec::new();
-    while let Some(want) = checker.wanted() {
-        let start = head.len();
-        let step = usize::try_from(want).unwrap_or(usize::MAX).min(HEAD_STEP);
-        head.resize(start + step, 0);
-        let k = read_full_at(file, &mut head[start..], start as u64)?;
-        head.truncate(start + k);
-        if k == 0 {
-            if (start as u64) < len {
-                return Err(changed());
-            }
-            break;
-        }
-        if checker.feed(&head[start..]) == Need::Done {
-            break;
-        }
-    }
-    Ok(head)
-}
-
 /// Read `file` into a new `bytearray` and check exactly the bytes read. The length field and
 /// the header come first, checked as a header-only check would (a file they reject is read
 /// no further, and its verdict is that check's); then the rest of the file is read into the
@@ -649,22 +607,20 @@ fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>
 /// to allocate the buffer.
 fn read_checked<T>(
     file: &File,
+    before: &FileStamp,
     config: &Config,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<(T, Option<Py<PyByteArray>>), ReadError> {
-    let before = stamp(file)?;
-    let len = before.0;
+    let len = before.len();
     let header_only = config
         .clone()
         .deep(false)
         .sha256(false)
         .deny_nonfinite(false);
     let mut checker = Checker::new(&header_only).with_len(len);
-    let head = read_head(file, &mut checker, len)?;
+    let head = stcheck::read_head(file, &mut checker, len)?;
     let first = checker.finish();
-    if stamp(file)? != before {
-        return Err(changed());
-    }
+    before.unchanged(file)?;
     if !first.is_valid() {
         return Ok((f(first), None));
     }
@@ -680,9 +636,7 @@ fn read_checked<T>(
         let buffer = PyByteArray::new_with(py, size, |buf| {
             outcome = Some(py.detach(|| {
                 fill(file, buf, &head)?;
-                if stamp(file)? != before {
-                    return Err(changed());
-                }
+                before.unchanged(file)?;
                 // The bytes handed out are checked: the data too, when the check reads it.
                 Ok(match config.reads_data() {
                     true => Checker::check_slice(config, buf).into_owned(),
@@ -719,7 +673,7 @@ fn fill(file: &File, buf: &mut [u8], head: &[u8]) -> Result<(), ReadError> {
 /// Check the open `file` as `keep` says, handing the verdict to `f`, which answers with what
 /// it makes of it and whether the file is valid: that, and what is kept of a valid file.
 fn check_kept<T>(
-    file: File,
+    file: RegularFile,
     shown: &str,
     config: &Config,
     keep: Keep,
@@ -727,14 +681,21 @@ fn check_kept<T>(
 ) -> Result<(T, Option<Kept>), ReadError> {
     match keep {
         Keep::Read => {
-            let ((t, valid), buffer) = read_checked(&file, config, f)?;
+            let ((t, valid), buffer) = read_checked(file.file(), file.stamp(), config, f)?;
             Ok((t, buffer.filter(|_| valid).map(Kept::Read)))
         }
         Keep::Open => {
-            let (t, valid) = stcheck::check_file(&file, config, ReadMode::Read, f)?;
+            let (t, valid) = stcheck::check_opened(
+                file.file(),
+                file.stamp(),
+                config,
+                ReadMode::Read,
+                &|_: u64| {},
+                f,
+            )?;
             let kept = valid.then(|| {
                 Kept::Open(CheckedFile {
-                    file,
+                    file: file.into_parts().0,
                     shown: shown.to_owned(),
                 })
             });
@@ -763,7 +724,7 @@ fn open_file(run: &Run, path: &Path, keep: Keep) -> (Outcome, Option<Kept>) {
     let checked = stcheck_gate::fs::open_regular(path)
         .map_err(|e| ReadError::from(e).with_path(path))
         .and_then(|f| {
-            check_kept(f.into_parts().0, &shown, &config, keep, |c| {
+            check_kept(f, &shown, &config, keep, |c| {
                 let done = run
                     .gate
                     .checked(&at, &c, &Via::Local(ReadMode::Read), &mut sink);

@@ -75,7 +75,8 @@ pub use progress::Progress;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
 pub use source::{
-    check_file, check_file_with, check_reader, check_reader_with, map, Mapped, ReadMode,
+    check_file, check_file_with, check_opened, check_reader, check_reader_with, map, read_head,
+    FileStamp, Mapped, ReadMode,
 };
 
 /// Validate a whole file held in memory (or memory-mapped) under `config`.

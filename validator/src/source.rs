@@ -151,30 +151,40 @@ pub fn check_file_with<T>(
     progress: &dyn Progress,
     f: impl FnOnce(Checked<'_>) -> T,
 ) -> Result<T, ReadError> {
-    let before = Snapshot::of(file)?;
-    let len = before.len;
-    let unchanged = |checked| -> Result<_, ReadError> {
-        if Snapshot::of(file)? != before {
-            return Err(changed());
-        }
-        Ok(checked)
-    };
+    check_opened(file, &FileStamp::of(file)?, config, mode, progress, f)
+}
+
+/// [`check_file_with`] for a file whose [`FileStamp`] the caller took when it opened it (from
+/// the `fstat` that confirmed it is a regular file): the check starts from that stamp instead
+/// of asking again, so a change since then is caught too. `opened` must be this file's.
+pub fn check_opened<T>(
+    file: &File,
+    opened: &FileStamp,
+    config: &Config,
+    mode: ReadMode,
+    progress: &dyn Progress,
+    f: impl FnOnce(Checked<'_>) -> T,
+) -> Result<T, ReadError> {
+    let len = opened.len;
     match mode {
         ReadMode::Mmap => {
             let bytes = map(file)?;
             if bytes.len() as u64 != len {
                 return Err(changed());
             }
-            let checked = unchanged(Checker::check_slice_with(config, &bytes, progress))?;
+            let checked = Checker::check_slice_with(config, &bytes, progress);
+            opened.unchanged(file)?;
             Ok(f(require_reference(checked, config.reference)?))
         }
         ReadMode::Read => {
-            let checked = unchanged(read_at(file, config, len, progress)?)?;
+            let checked = read_at(file, config, len, progress)?;
+            opened.unchanged(file)?;
             Ok(f(require_reference(checked, config.reference)?))
         }
         ReadMode::Stream => {
             let checked = stream(&mut &*file, config, Some(len), progress)?;
-            Ok(f(unchanged(checked)?))
+            opened.unchanged(file)?;
+            Ok(f(checked))
         }
     }
 }
@@ -184,37 +194,65 @@ fn changed() -> ReadError {
     ReadError::new(ReadErrorKind::Changed, "the file changed while it was read")
 }
 
-/// What tells that an open file changed: its size, its modification and status-change times
-/// (a write, a truncation, a rewrite in place all set them), and which file it is.
-#[derive(Debug, PartialEq, Eq)]
-struct Snapshot {
+/// What tells that an open file changed between two moments: its size, its modification and
+/// status-change times (a write, a truncation, a rewrite in place all set them), and which
+/// file it is. Every check of an open file compares the stamp it started from with one taken
+/// after its last read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
     len: u64,
     modified: Option<std::time::SystemTime>,
     #[cfg(unix)]
     status: (i64, i64, u64, u64),
 }
 
-impl Snapshot {
-    fn of(file: &File) -> io::Result<Snapshot> {
-        let m = file.metadata()?;
+impl FileStamp {
+    /// The open file's stamp now (one `fstat`).
+    pub fn of(file: &File) -> io::Result<FileStamp> {
+        Ok(FileStamp::from_metadata(&file.metadata()?))
+    }
+
+    /// The stamp in `meta`, which must come from the open file ([`File::metadata`]): for a
+    /// caller that has just asked for it, one system call less.
+    pub fn from_metadata(meta: &std::fs::Metadata) -> FileStamp {
         #[cfg(unix)]
         let status = {
             use std::os::unix::fs::MetadataExt;
-            (m.ctime(), m.ctime_nsec(), m.ino(), m.dev())
+            (meta.ctime(), meta.ctime_nsec(), meta.ino(), meta.dev())
         };
-        Ok(Snapshot {
-            len: m.len(),
-            modified: m.modified().ok(),
+        FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
             #[cfg(unix)]
             status,
-        })
+        }
+    }
+
+    /// The file's length when the stamp was taken.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the length was 0.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `Ok` if `file` still has this stamp, else [`ReadErrorKind::Changed`] ("the file changed
+    /// while it was read").
+    pub fn unchanged(&self, file: &File) -> Result<(), ReadError> {
+        match FileStamp::of(file)? == *self {
+            true => Ok(()),
+            false => Err(changed()),
+        }
     }
 }
 
 /// Check a regular file of `len` bytes with positioned reads (`pread`): the length field and
-/// header into memory, then, for a check that reads the data, the data region in blocks split
-/// across [`Config::threads`] ([`FileRegion`]). Nothing is mapped: a file that shrinks under
-/// the check is a read that ends early ([`ReadErrorKind::Changed`]), never a signal.
+/// header into memory ([`read_head`]), then, for a check that reads the data, the data region
+/// in blocks split across [`Config::threads`] ([`FileRegion`]). Nothing is mapped: a file that
+/// shrinks under the check is a read that ends early ([`ReadErrorKind::Changed`]), never a
+/// signal.
 fn read_at(
     file: &File,
     config: &Config,
@@ -224,38 +262,96 @@ fn read_at(
     // With the reference verdict, the checker runs the crate on the length field and header
     // it reads, over a sparse file of this length (`Checker::with_len`).
     let mut checker = Checker::new(config).with_len(len);
-    let mut buf = Vec::new();
-    let mut told = 0;
-    while let Some(want) = checker.wanted() {
+    read_head_with(file, &mut checker, len, false, progress)?;
+    if checker.at_data() && config.reads_data() {
         let at = checker.consumed();
-        if checker.at_data() && config.reads_data() {
-            let region = FileRegion {
-                file,
-                start: at,
-                len: len.saturating_sub(at),
-            };
-            checker.feed_region(&region, progress)?;
+        let region = FileRegion {
+            file,
+            start: at,
+            len: len.saturating_sub(at),
+        };
+        checker.feed_region(&region, progress)?;
+    }
+    Ok(checker.finish())
+}
+
+/// How many bytes the first read of a file's start asks for: a length field and a header of
+/// up to about 100 tensors come in one system call. Reading past a short header costs a copy
+/// of at most this much.
+pub(crate) const FIRST_READ: usize = 16 * 1024;
+
+/// Feed a new `checker` of a file `len` bytes long ([`Checker::with_len`]) the start of `file`
+/// with positioned reads, as far as it wants it before the data region: the length field and
+/// the header, or the first bytes of a file that is not safetensors. The first read asks for
+/// up to 16 KiB, so a small file's length field and header cost one system call; the bytes
+/// fed are bounded by the header limit, as the checker wants no more. Returns those bytes
+/// (the file's first [`Checker::consumed`] bytes), e.g. to hand the header out after checking
+/// it. A file that ends before `len` changed while it was read ([`ReadErrorKind::Changed`]).
+pub fn read_head(file: &File, checker: &mut Checker<'_>, len: u64) -> Result<Vec<u8>, ReadError> {
+    read_head_with(file, checker, len, true, no_progress())
+}
+
+/// [`read_head`]; without `keep`, the reads reuse one buffer of at most
+/// [`STREAM_BUFFER_SIZE`] bytes and nothing is returned.
+fn read_head_with(
+    file: &File,
+    checker: &mut Checker<'_>,
+    len: u64,
+    keep: bool,
+    progress: &dyn Progress,
+) -> Result<Vec<u8>, ReadError> {
+    // `buf` holds the file's bytes from `base`; the first `fed` of them went to the checker.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut base = 0u64;
+    let mut fed = 0usize;
+    let mut told = 0;
+    while !checker.at_data() {
+        let Some(want) = checker.wanted() else {
             break;
-        }
-        let n = usize::try_from(want)
-            .unwrap_or(usize::MAX)
-            .min(STREAM_BUFFER_SIZE);
-        buf.resize(n, 0);
-        let k = read_full_at(file, &mut buf[..n], at)?;
-        if k == 0 {
-            if at < len {
-                return Err(changed());
+        };
+        if fed == buf.len() {
+            if !keep {
+                base += buf.len() as u64;
+                buf.clear();
+                fed = 0;
             }
-            break;
+            let at = base + buf.len() as u64;
+            let mut step = want.min(STREAM_BUFFER_SIZE as u64);
+            if at == 0 {
+                step = step.max(len.min(FIRST_READ as u64));
+            }
+            let start = buf.len();
+            buf.resize(
+                start + usize::try_from(step).unwrap_or(STREAM_BUFFER_SIZE),
+                0,
+            );
+            let k = read_full_at(file, &mut buf[start..], at)?;
+            buf.truncate(start + k);
+            if k == 0 {
+                if at < len {
+                    return Err(changed());
+                }
+                break;
+            }
         }
-        let need = checker.feed(&buf[..k]);
+        let take = usize::try_from(want)
+            .unwrap_or(usize::MAX)
+            .min(buf.len() - fed);
+        let need = checker.feed(&buf[fed..fed + take]);
+        fed += take;
         progress.advance(checker.consumed() - told);
         told = checker.consumed();
         if need == Need::Done {
             break;
         }
     }
-    Ok(checker.finish())
+    match keep {
+        true => {
+            buf.truncate(fed);
+            Ok(buf)
+        }
+        false => Ok(Vec::new()),
+    }
 }
 
 /// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
