@@ -70,6 +70,20 @@ def write_file(path: pathlib.Path, tensors: Dict[str, Any], metadata: Any = None
     return path
 
 
+def is_file_map(obj: Any) -> bool:
+    """Whether ``obj`` is a map of a file (an ``mmap.mmap`` made over a file number), not an
+    anonymous map such as the loader's buffers (which have no file to ask their size of)."""
+    import mmap
+
+    if not isinstance(obj, mmap.mmap):
+        return False
+    try:
+        obj.size()
+    except OSError:
+        return False
+    return True
+
+
 def array_base(arr: Any) -> Any:
     """What a numpy array's memory belongs to (through views and memoryviews): a map, a
     ``bytearray``, ``bytes``, or an array that owns its data."""
