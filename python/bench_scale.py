@@ -1,6 +1,7 @@
 """Scale-out measurement: the Dask scan with 1 and 2 workers beside the CLI's --jobs 1 and 2.
 
     target/python-venv/bin/python python/bench_scale.py [--small 20000] [--big 64] [--big-mib 16]
+        [--only cli,in-process,parquet,records,deep]
 
 The batched path (``scan_to_parquet``: batches of BATCH_SIZE targets, each written to Parquet
 by its worker, only a summary sent back) is the one a hub runs; ``scan`` (records gathered on
@@ -38,6 +39,11 @@ from scan_data import generate  # noqa: E402
 
 import stcheck  # noqa: E402
 import stcheck.dask  # noqa: E402
+
+
+#: The groups of rows ``--only`` picks from: the CLI, the map steps in this process, the Dask
+#: scan to Parquet, the Dask scan gathering records, and the deep rows of each of those.
+GROUPS = ("cli", "in-process", "parquet", "records", "deep")
 
 
 def cli() -> str:
@@ -87,7 +93,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--partition-size", type=int, default=250)
     ap.add_argument("--batch-size", type=int, default=10000)
+    ap.add_argument("--only", default=",".join(GROUPS),
+                    help="the rows to run, comma-separated: " + ", ".join(GROUPS) + " (default: all); "
+                         "while iterating on one path, e.g. --only cli,parquet")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if not only <= set(GROUPS):
+        ap.error(f"--only: {', '.join(sorted(only - set(GROUPS)))} is not one of {', '.join(GROUPS)}")
 
     from distributed import Client, LocalCluster
 
@@ -96,7 +108,7 @@ def main() -> None:
     small = sorted(str(p) for p in small_dir.glob("*.safetensors")) if small_dir.exists() else []
     if len(small) != args.small:
         small = generate(small_dir, args.small)
-    big = big_files(base / f"big-{args.big_mib}mib", args.big, args.big_mib)
+    big = big_files(base / f"big-{args.big_mib}mib", args.big, args.big_mib) if "deep" in only else []
     big_bytes = warm(big)
     warm(small)
     exe = cli()
@@ -109,20 +121,24 @@ def main() -> None:
             assert proc.returncode in (0, 1), proc.returncode
         return run
 
+    def row(group: str, name: str, check: str, files: List[str], nbytes: int,
+            run: Callable[[], object]) -> None:
+        if group in only and (check == "header" or "deep" in only):
+            rows.append((name, check, len(files), nbytes, *timed(run, args.repeat)))
+
     for jobs in (1, 2):
-        rows.append((f"CLI --jobs {jobs}", "header", len(small), 0,
-                     *timed(cli_run(["--jobs", str(jobs)], small), args.repeat)))
-        rows.append((f"CLI --jobs {jobs}", "deep+sha256", len(big), big_bytes,
-                     *timed(cli_run(["--jobs", str(jobs), "--sha256"], big), args.repeat)))
+        row("cli", f"CLI --jobs {jobs}", "header", small, 0, cli_run(["--jobs", str(jobs)], small))
+        row("cli", f"CLI --jobs {jobs}", "deep+sha256", big, big_bytes,
+            cli_run(["--jobs", str(jobs), "--sha256"], big))
 
-    rows.append(("in-process, 1 thread", "header", len(small), 0,
-                 *timed(lambda: stcheck.dask.check_partition(small), args.repeat)))
-    rows.append(("in-process, 1 thread, columnar batch", "header", len(small), 0,
-                 *timed(lambda: stcheck.dask.check_batch(small), args.repeat)))
-    rows.append(("in-process, 1 thread", "deep+sha256", len(big), big_bytes,
-                 *timed(lambda: stcheck.dask.check_partition(big, {"sha256": True}), args.repeat)))
+    row("in-process", "in-process, 1 thread", "header", small, 0,
+        lambda: stcheck.dask.check_partition(small))
+    row("in-process", "in-process, 1 thread, columnar batch", "header", small, 0,
+        lambda: stcheck.dask.check_batch(small))
+    row("in-process", "in-process, 1 thread", "deep+sha256", big, big_bytes,
+        lambda: stcheck.dask.check_partition(big, {"sha256": True}))
 
-    for workers in (1, 2):
+    for workers in (1, 2) if only & {"parquet", "records", "deep"} else ():
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as client:
             stcheck.dask.scan(small[:200], client=client, partition_size=50)  # warm-up
@@ -133,21 +149,17 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
                 stcheck.dask.scan_to_parquet(small, out, client=client, batch_size=args.batch_size)
 
-            rows.append((f"Dask {workers} worker(s), batches to Parquet", "header", len(small), 0,
-                         *timed(parquet, args.repeat)))
-            rows.append((f"Dask {workers} worker(s)", "header", len(small), 0, *timed(
-                lambda: stcheck.dask.scan(small, client=client, partition_size=size), args.repeat)))
-            rows.append((f"Dask {workers} worker(s)", "deep+sha256", len(big), big_bytes, *timed(
-                lambda: stcheck.dask.scan(big, client=client, partition_size=4, sha256=True),
-                args.repeat)))
+            row("parquet", f"Dask {workers} worker(s), batches to Parquet", "header", small, 0, parquet)
+            row("records", f"Dask {workers} worker(s)", "header", small, 0,
+                lambda: stcheck.dask.scan(small, client=client, partition_size=size))
+            row("records", f"Dask {workers} worker(s)", "deep+sha256", big, big_bytes,
+                lambda: stcheck.dask.scan(big, client=client, partition_size=4, sha256=True))
             if workers == 1:
                 # One task for the whole set: what the scan costs without per-task overhead.
-                rows.append(("Dask 1 worker, 1 task", "header", len(small), 0, *timed(
-                    lambda: stcheck.dask.scan(small, client=client, partition_size=len(small)),
-                    args.repeat)))
-                rows.append(("Dask 1 worker, 1 task", "deep+sha256", len(big), big_bytes, *timed(
-                    lambda: stcheck.dask.scan(big, client=client, partition_size=len(big),
-                                              sha256=True), args.repeat)))
+                row("records", "Dask 1 worker, 1 task", "header", small, 0,
+                    lambda: stcheck.dask.scan(small, client=client, partition_size=len(small)))
+                row("records", "Dask 1 worker, 1 task", "deep+sha256", big, big_bytes,
+                    lambda: stcheck.dask.scan(big, client=client, partition_size=len(big), sha256=True))
 
     print(f"load average {os.getloadavg()[0]:.1f}; stcheck {stcheck.__version__}; {os.cpu_count()} cores; small set {len(small)} files, "
           f"big set {len(big)} x {args.big_mib} MiB = {big_bytes / 1e9:.2f} GB; best (median) of {args.repeat}")

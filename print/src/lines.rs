@@ -10,8 +10,8 @@ use stcheck::{Checked, ReadError, ReadMode};
 use stcheck_gate::{Shown, Sink, Unchecked, Via};
 
 use crate::records::{
-    self as wire, FileRecord, IndexTail, MissingShardRecord, NotCheckedRecord, Summary,
-    UnreadableRecord,
+    self as wire, FileRecord, IndexFailure, IndexTail, MissingShardRecord, NotCheckedRecord, Row,
+    Summary, UnreadableRecord,
 };
 use crate::Options;
 
@@ -23,6 +23,9 @@ pub struct JsonLines<W: Write> {
     /// The open set: its shards' directory, whether they are fetched, and how many were
     /// written.
     index: Option<OpenIndex>,
+    /// The rows of the records written, one per record, when asked for
+    /// ([`JsonLines::with_rows`]).
+    rows: Option<Vec<Row>>,
 }
 
 #[derive(Debug)]
@@ -40,6 +43,26 @@ impl<W: Write> JsonLines<W> {
             out,
             o,
             index: None,
+            rows: None,
+        }
+    }
+
+    /// Also keep each record's [`Row`], made from the record as it is written
+    /// ([`JsonLines::take_rows`] hands them over).
+    pub fn with_rows(mut self) -> Self {
+        self.rows = Some(Vec::new());
+        self
+    }
+
+    /// The rows of the records written since the last call, in their order (none unless
+    /// [`JsonLines::with_rows`]).
+    pub fn take_rows(&mut self) -> Vec<Row> {
+        self.rows.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn keep(&mut self, row: impl FnOnce() -> Row) {
+        if let Some(rows) = &mut self.rows {
+            rows.push(row());
         }
     }
 
@@ -85,7 +108,9 @@ impl<W: Write> Sink for JsonLines<W> {
             } => record.with_remote(resolved, *cost).with_hub(hub.into()),
             Via::Local(_) | Via::Memory => record,
         };
-        wire::write_line(&mut self.out, "file", &record)
+        wire::write_line(&mut self.out, "file", &record)?;
+        self.keep(|| record.row());
+        Ok(())
     }
 
     fn index_start(
@@ -130,11 +155,13 @@ impl<W: Write> Sink for JsonLines<W> {
 
     fn index_end(
         &mut self,
-        _at: &Shown<'_>,
+        at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
     ) -> io::Result<()> {
         self.index = None;
+        // The tail's fields close the record the head opened.
+        self.out.write_all(b"],")?;
         match outcome {
             Ok(rep) => {
                 let tail = IndexTail::new(rep).profile(self.o.profile);
@@ -146,32 +173,33 @@ impl<W: Write> Sink for JsonLines<W> {
                     } => tail.with_remote(resolved, *cost).with_hub(hub.into()),
                     Via::Local(_) | Via::Memory => tail,
                 };
-                // The tail's fields close the record the head opened.
-                self.out.write_all(b"],")?;
                 wire::write_fields(&mut self.out, &tail)?;
-                self.out.write_all(b"}}\n")
+                self.out.write_all(b"}}\n")?;
+                self.keep(|| tail.row(at.text));
             }
             Err(e) => {
-                self.out
-                    .write_all(b"],\"status\":\"io_error\",\"io_error\":")?;
-                wire::write_json(&mut self.out, &e.to_string())?;
-                self.out.write_all(b",\"read_error\":")?;
-                wire::write_json(&mut self.out, e.kind().as_str())?;
-                self.out.write_all(b"}}\n")
+                let tail = IndexFailure::new(e);
+                wire::write_fields(&mut self.out, &tail)?;
+                self.out.write_all(b"}}\n")?;
+                self.keep(|| tail.row(at.text));
             }
         }
+        Ok(())
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
         match how {
-            Unchecked::Policy => wire::write_line(
-                &mut self.out,
-                "not_checked",
-                &NotCheckedRecord::new(at.text, why),
-            ),
+            Unchecked::Policy => {
+                let record = NotCheckedRecord::new(at.text, why);
+                wire::write_line(&mut self.out, "not_checked", &record)?;
+                self.keep(|| record.row());
+            }
             Unchecked::Unreadable => {
-                wire::write_line(&mut self.out, "file", &UnreadableRecord::new(at.text, why))
+                let record = UnreadableRecord::new(at.text, why);
+                wire::write_line(&mut self.out, "file", &record)?;
+                self.keep(|| record.row());
             }
         }
+        Ok(())
     }
 }

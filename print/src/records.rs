@@ -384,6 +384,74 @@ pub fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
     checked.reference_divergence()
 }
 
+/// A record's row: what the Python package's scan to Parquet keeps of each record beside its
+/// line (`stcheck.dask.COLUMNS`, `docs/python.md`), for a query over millions of records
+/// without parsing them. Each record type gives its row from the very fields it writes
+/// (`FileRecord::row`, `IndexTail::row`, ...), so a column holds what the record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Row {
+    /// The record's `type`: `"file"`, `"index"` or `"not_checked"`.
+    pub kind: &'static str,
+    /// Its `path`.
+    pub path: String,
+    /// Its `status` (`"valid"`, `"invalid"`, `"io_error"`), `"not_checked"` for a path not
+    /// checked.
+    pub status: &'static str,
+    /// The rule of its error (a file's `error`, a set's first of `errors`).
+    pub rule: Option<&'static str>,
+    /// That error's byte offset.
+    pub offset: Option<u64>,
+    /// That error's tensor.
+    pub tensor: Option<String>,
+    /// That error's message; for a path that could not be read or was not checked, why.
+    pub message: Option<String>,
+    /// The policy reason of a path not checked (`reason`).
+    pub reason: Option<&'static str>,
+    /// A file's `size`.
+    pub size: Option<u64>,
+    /// Its `tensors`.
+    pub tensors: Option<u64>,
+    /// Its `parameters`.
+    pub parameters: Option<u64>,
+    /// A file's SHA-256 (`deep.sha256`), when it was computed.
+    pub sha256: Option<String>,
+}
+
+impl Row {
+    fn new(kind: &'static str, path: &str, status: &'static str) -> Self {
+        Row {
+            kind,
+            path: path.to_owned(),
+            status,
+            rule: None,
+            offset: None,
+            tensor: None,
+            message: None,
+            reason: None,
+            size: None,
+            tensors: None,
+            parameters: None,
+            sha256: None,
+        }
+    }
+
+    fn with_error(mut self, error: Option<ErrorField<'_>>) -> Self {
+        match error {
+            Some(ErrorField::Finding(f)) => {
+                let f = f.finding;
+                self.rule = Some(f.rule().id());
+                self.offset = Some(f.offset());
+                self.tensor = f.tensor().map(str::to_owned);
+                self.message = Some(f.message().to_owned());
+            }
+            Some(ErrorField::Reference(message)) => self.message = Some(message.to_owned()),
+            None => {}
+        }
+        self
+    }
+}
+
 /// The record of one checked file (`"type": "file"`), or of one shard inside an index record
 /// (then with `name`).
 #[derive(Debug, Clone, Copy)]
@@ -556,6 +624,92 @@ impl<'a> FileRecord<'a> {
     }
 }
 
+/// What decides a file record's verdict fields: the reference crate's verdict (`--profile
+/// reference`, when it was computed), or the strict verdict, a report or an error.
+#[derive(Debug, Clone, Copy)]
+enum Shape<'c, 'a> {
+    Reference(&'c Verdict),
+    Valid(&'c Report<'a>),
+    Invalid(&'c Error),
+}
+
+/// A record's `error`: a finding, or the reference crate's refusal (a message without a rule).
+#[derive(Debug, Clone, Copy)]
+enum ErrorField<'a> {
+    Finding(FindingRecord<'a>),
+    Reference(&'a str),
+}
+
+impl Serialize for ErrorField<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ErrorField::Finding(f) => f.serialize(s),
+            ErrorField::Reference(message) => ReferenceError { message }.serialize(s),
+        }
+    }
+}
+
+impl<'a> FileRecord<'a> {
+    fn shape(&self) -> Shape<'a, 'a> {
+        let c = self.checked;
+        match (&c.reference, &c.verdict) {
+            (Some(v), _) if self.options.profile == Profile::Reference => Shape::Reference(v),
+            (_, Ok(r)) => Shape::Valid(r),
+            (_, Err(e)) => Shape::Invalid(e),
+        }
+    }
+
+    /// The record's `error`: the strict error, the reference's refusal when the reference
+    /// decides, or (under the portable profile) the first portable finding of a file strict
+    /// accepts.
+    fn error(&self) -> Option<ErrorField<'a>> {
+        match self.shape() {
+            Shape::Reference(Verdict::Accept(_)) => None,
+            Shape::Reference(Verdict::Reject(msg) | Verdict::Panic(msg)) => {
+                Some(ErrorField::Reference(msg))
+            }
+            Shape::Valid(_) => self
+                .checked
+                .portable
+                .as_ref()
+                .filter(|_| self.options.profile == Profile::Portable)
+                .and_then(|p| p.findings().first())
+                .map(|f| ErrorField::Finding(FindingRecord::error_finding(f.finding()))),
+            Shape::Invalid(e) => Some(ErrorField::Finding(FindingRecord::error(e))),
+        }
+    }
+
+    /// The record's `tensors` and `parameters`, where it has them (a file that was read).
+    fn counts(&self) -> Option<(u64, u64)> {
+        match self.shape() {
+            Shape::Reference(Verdict::Accept(ts)) => {
+                Some((ts.len() as u64, reference_parameters(ts)))
+            }
+            Shape::Valid(r) => Some((r.len() as u64, r.parameters())),
+            Shape::Reference(_) | Shape::Invalid(_) => None,
+        }
+    }
+
+    /// The record's row ([`Row`]), from the fields the record writes.
+    pub fn row(&self) -> Row {
+        let c = self.checked;
+        let (tensors, parameters) = self.counts().unzip();
+        // The record's `deep.sha256`: written for a file the strict check accepts.
+        let sha256 = match self.shape() {
+            Shape::Valid(_) => c.sha256.as_ref().map(|h| hex(h)),
+            Shape::Reference(_) | Shape::Invalid(_) => None,
+        };
+        Row {
+            size: c.file_len,
+            tensors,
+            parameters,
+            sha256,
+            ..Row::new("file", self.path, self.status().as_str())
+        }
+        .with_error(self.error())
+    }
+}
+
 impl Serialize for FileRecord<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let c = self.checked;
@@ -572,39 +726,34 @@ impl Serialize for FileRecord<'_> {
             r.write(&mut m)?;
         }
         m.serialize_entry("size", &c.file_len)?;
-        let reference_decides = o.profile == Profile::Reference && c.reference.is_some();
-        match (&c.verdict, reference_decides) {
-            (_, true) => {
-                let Some(v) = &c.reference else {
-                    return m.end();
-                };
-                match v {
-                    Verdict::Accept(ts) => {
-                        m.serialize_entry("tensors", &ts.len())?;
-                        m.serialize_entry("parameters", &reference_parameters(ts))?;
-                        m.serialize_entry("header_len", &c.header_len)?;
-                        let by: Vec<ReferenceTotal> = reference_totals(ts)
-                            .into_iter()
-                            .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
-                            .collect();
-                        m.serialize_entry("by_dtype", &by)?;
-                        m.serialize_entry("error", &None::<()>)?;
-                        if o.verbose {
-                            let list: Vec<ReferenceTensor<'_>> = ts
-                                .iter()
-                                .map(|t| ReferenceTensor {
-                                    name: &t.name,
-                                    dtype: &t.dtype,
-                                    shape: &t.shape,
-                                    file_offsets: [t.file_begin, t.file_end],
-                                })
-                                .collect();
-                            m.serialize_entry("tensor_list", &list)?;
-                        }
-                    }
-                    Verdict::Reject(msg) | Verdict::Panic(msg) => {
-                        m.serialize_entry("error", &ReferenceError { message: msg })?;
-                    }
+        let counts = self.counts();
+        let shape = self.shape();
+        if let Some((tensors, parameters)) = counts {
+            m.serialize_entry("tensors", &tensors)?;
+            m.serialize_entry("parameters", &parameters)?;
+        }
+        match shape {
+            Shape::Reference(v) => {
+                if let Verdict::Accept(ts) = v {
+                    m.serialize_entry("header_len", &c.header_len)?;
+                    let by: Vec<ReferenceTotal> = reference_totals(ts)
+                        .into_iter()
+                        .map(|(dtype, parameters)| ReferenceTotal { dtype, parameters })
+                        .collect();
+                    m.serialize_entry("by_dtype", &by)?;
+                }
+                m.serialize_entry("error", &self.error())?;
+                if let (Verdict::Accept(ts), true) = (v, o.verbose) {
+                    let list: Vec<ReferenceTensor<'_>> = ts
+                        .iter()
+                        .map(|t| ReferenceTensor {
+                            name: &t.name,
+                            dtype: &t.dtype,
+                            shape: &t.shape,
+                            file_offsets: [t.file_begin, t.file_end],
+                        })
+                        .collect();
+                    m.serialize_entry("tensor_list", &list)?;
                 }
                 m.serialize_entry("warnings", &[(); 0])?;
                 m.serialize_entry(
@@ -626,21 +775,13 @@ impl Serialize for FileRecord<'_> {
                     },
                 )?;
             }
-            (Ok(r), false) => {
-                m.serialize_entry("tensors", &r.len())?;
-                m.serialize_entry("parameters", &r.parameters())?;
+            Shape::Valid(r) => {
                 m.serialize_entry("header_len", &r.header_len())?;
                 m.serialize_entry("by_dtype", &Totals(&r.totals_by_dtype()))?;
                 m.serialize_entry("metadata_form", r.metadata_form().as_str())?;
                 // Under the portable profile, a file strict accepts but a reader misreads has
                 // the first portable finding as its error.
-                let portable_error = c
-                    .portable
-                    .as_ref()
-                    .filter(|_| o.profile == Profile::Portable)
-                    .and_then(|p| p.findings().first())
-                    .map(|f| FindingRecord::error_finding(f.finding()));
-                m.serialize_entry("error", &portable_error)?;
+                m.serialize_entry("error", &self.error())?;
                 m.serialize_entry("warnings", &Warnings(r.warnings()))?;
                 m.serialize_entry("warning_counts", &Counts(r))?;
                 m.serialize_entry("omitted_warnings", &r.omitted_warnings())?;
@@ -662,22 +803,20 @@ impl Serialize for FileRecord<'_> {
                     )?;
                 }
             }
-            (Err(e), false) => {
+            Shape::Invalid(_) => {
                 m.serialize_entry("header_len", &c.header_len)?;
-                m.serialize_entry("error", &FindingRecord::error(e))?;
+                m.serialize_entry("error", &self.error())?;
                 m.serialize_entry("warnings", &[(); 0])?;
             }
         }
-        if !reference_decides {
-            if let Some(v) = &c.reference {
-                m.serialize_entry(
-                    "reference",
-                    &ReferenceRecord {
-                        verdict: v,
-                        divergence: divergence(c),
-                    },
-                )?;
-            }
+        if let (Some(v), false) = (&c.reference, matches!(shape, Shape::Reference(_))) {
+            m.serialize_entry(
+                "reference",
+                &ReferenceRecord {
+                    verdict: v,
+                    divergence: divergence(c),
+                },
+            )?;
         }
         m.end()
     }
@@ -815,6 +954,14 @@ impl<'a> UnreadableRecord<'a> {
             read_error: error.kind().as_str(),
         }
     }
+
+    /// The record's row: its message is the `io_error`.
+    pub fn row(&self) -> Row {
+        Row {
+            message: Some(self.io_error.clone()),
+            ..Row::new("file", self.path, self.status.as_str())
+        }
+    }
 }
 
 /// A path not checked by the file-system policy (`"type": "not_checked"`): `{"path",
@@ -833,6 +980,15 @@ impl<'a> NotCheckedRecord<'a> {
             path,
             reason: why.code(),
             message: why.message(),
+        }
+    }
+
+    /// The record's row: status `"not_checked"`, with the reason and the message.
+    pub fn row(&self) -> Row {
+        Row {
+            reason: Some(self.reason),
+            message: Some(self.message.to_owned()),
+            ..Row::new("not_checked", self.path, "not_checked")
         }
     }
 }
@@ -911,6 +1067,21 @@ impl<'a> IndexTail<'a> {
     pub fn status(&self) -> Status {
         index_status(self.report, self.profile)
     }
+
+    /// The row of the set's record, shown as `path`: its first error is the row's.
+    pub fn row(&self, path: &str) -> Row {
+        let r = self.report;
+        Row {
+            tensors: Some(r.tensors() as u64),
+            parameters: Some(r.parameters()),
+            ..Row::new("index", path, self.status().as_str())
+        }
+        .with_error(
+            r.errors()
+                .first()
+                .map(|f| ErrorField::Finding(FindingRecord::error_finding(f))),
+        )
+    }
 }
 
 impl Serialize for IndexTail<'_> {
@@ -945,6 +1116,34 @@ impl Serialize for IndexTail<'_> {
             remote.write(&mut m)?;
         }
         m.end()
+    }
+}
+
+/// The fields of an index record after its `shards` when the set could not be read:
+/// `{"status": "io_error", "io_error": message, "read_error": kind}`.
+#[derive(Debug, Serialize)]
+pub struct IndexFailure {
+    status: Status,
+    io_error: String,
+    read_error: &'static str,
+}
+
+impl IndexFailure {
+    /// The tail of a set that `error` kept from being read.
+    pub fn new(error: &ReadError) -> Self {
+        IndexFailure {
+            status: Status::IoError,
+            io_error: error.to_string(),
+            read_error: error.kind().as_str(),
+        }
+    }
+
+    /// The row of the set's record, shown as `path`: its message is the `io_error`.
+    pub fn row(&self, path: &str) -> Row {
+        Row {
+            message: Some(self.io_error.clone()),
+            ..Row::new("index", path, self.status.as_str())
+        }
     }
 }
 

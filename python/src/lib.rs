@@ -42,7 +42,7 @@ use std::time::Duration;
 use numpy::{PyArray1, PyArrayMethods as _};
 use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple};
 
 use stcheck::index::ShardSource;
 use stcheck::index::{IndexReport, ShardOutcome};
@@ -53,7 +53,7 @@ use stcheck_gate::fs::RegularFile;
 use stcheck_gate::options::{Face, RunOptions};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
-use stcheck_print::records as wire;
+use stcheck_print::records::{self as wire, Row};
 use stcheck_print::JsonLines;
 
 /// The options of one call, as the Python side fills them (every key present).
@@ -463,6 +463,141 @@ fn check_bytes(
         let done = run.gate.check_bytes(name, bytes, run.threads, &mut sink);
         sink.one(&done).record()
     }))
+}
+
+/// A target of a batch, of the kind Python told (`stcheck._check.columns`): 0 a path (a file,
+/// or a sharded set by its index's name), 1 a URL, 2 a file's contents (shown as `<bytes>`).
+#[derive(Debug)]
+enum Item {
+    Path(PathBuf),
+    Url(String),
+    Bytes(Vec<u8>),
+}
+
+impl Item {
+    fn of(kind: u8, target: &Bound<'_, PyAny>) -> PyResult<Item> {
+        Ok(match kind {
+            0 => Item::Path(target.extract()?),
+            1 => Item::Url(target.extract()?),
+            2 => Item::Bytes(target.extract()?),
+            _ => return Err(PyValueError::new_err(format!("a target of kind {kind}"))),
+        })
+    }
+}
+
+/// The records of one target of a batch: each JSON line with its row.
+fn batch_item(
+    run: &Run,
+    item: &Item,
+    sink: &mut JsonLines<Vec<u8>>,
+) -> Result<Vec<(Row, String)>, String> {
+    let done = match item {
+        Item::Path(path) => {
+            let target = stcheck_gate::target_of(path.clone());
+            run.gate.check(&target, run.threads, &|_: u64| {}, sink)
+        }
+        Item::Url(url) => {
+            let targets = run.gate.targets(&[OsString::from(url)]);
+            let [target] = targets.as_slice() else {
+                return Err(format!(
+                    "the address names {} targets (a whole repository on the hub): use \
+                     stcheck.check_tree or stcheck.records_tree for it",
+                    targets.len()
+                ));
+            };
+            run.gate.check(target, run.threads, &|_: u64| {}, sink)
+        }
+        Item::Bytes(data) => run.gate.check_bytes("<bytes>", data, run.threads, sink),
+    };
+    let rows = sink.take_rows();
+    let bytes = std::mem::take(sink.get_mut());
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    match (done.written, rows.len() == lines.len()) {
+        (Ok(()), true) => Ok(rows.into_iter().zip(lines).collect()),
+        // The printer failed, or this module did not keep a row per line: its bug, shown as a
+        // record that cannot be valid.
+        (Err(e), _) => Ok(vec![internal_row(&e.to_string())]),
+        (Ok(()), false) => Ok(vec![internal_row("a record without its row")]),
+    }
+}
+
+/// The row and line of a record that cannot be valid, for this module's own failures.
+fn internal_row(why: &str) -> (Row, String) {
+    let error = ReadError::new(ReadErrorKind::Io, format!("internal error: {why}"));
+    let record = wire::UnreadableRecord::new("", &error);
+    let mut line = Vec::new();
+    let line = match wire::write_line(&mut line, "file", &record) {
+        Ok(()) => String::from_utf8_lossy(line.trim_ascii_end()).into_owned(),
+        Err(_) => internal(why),
+    };
+    (record.row(), line)
+}
+
+/// Check a batch of targets, each as itself (see [`Item`]; a directory is not walked), one
+/// record each, and return the records' columns: `stcheck.dask.COLUMNS` but `target`, one
+/// list per column (`record`: the JSON line `stcheck --json` writes), each value taken from
+/// the record's row ([`Row`], made by the printer from the record it writes). What the
+/// Parquet scan stores, with no record parsed in Python.
+#[pyfunction]
+fn check_columns<'py>(
+    py: Python<'py>,
+    targets: Vec<Bound<'py, PyAny>>,
+    kinds: &[u8],
+    opts: Opts,
+) -> PyResult<Bound<'py, PyDict>> {
+    if kinds.len() != targets.len() {
+        return Err(PyValueError::new_err("a kind for each target"));
+    }
+    let items = targets
+        .iter()
+        .zip(kinds)
+        .map(|(t, kind)| Item::of(*kind, t))
+        .collect::<PyResult<Vec<_>>>()?;
+    let run = Run::new(opts, None)?;
+    let records = py.detach(|| {
+        let mut sink = JsonLines::new(Vec::new(), run.print).with_rows();
+        let mut out = Vec::with_capacity(items.len());
+        for item in &items {
+            out.extend(batch_item(&run, item, &mut sink)?);
+        }
+        Ok::<_, String>(out)
+    });
+    let records = records.map_err(PyValueError::new_err)?;
+    columns(py, &records)
+}
+
+/// The rows as columns, by name.
+fn columns<'py>(py: Python<'py>, records: &[(Row, String)]) -> PyResult<Bound<'py, PyDict>> {
+    let rows = || records.iter().map(|(r, _)| r);
+    let out = PyDict::new(py);
+    out.set_item("type", PyList::new(py, rows().map(|r| r.kind))?)?;
+    out.set_item("path", PyList::new(py, rows().map(|r| r.path.as_str()))?)?;
+    out.set_item("status", PyList::new(py, rows().map(|r| r.status))?)?;
+    out.set_item("rule", PyList::new(py, rows().map(|r| r.rule))?)?;
+    out.set_item("offset", PyList::new(py, rows().map(|r| r.offset))?)?;
+    out.set_item(
+        "tensor",
+        PyList::new(py, rows().map(|r| r.tensor.as_deref()))?,
+    )?;
+    out.set_item(
+        "message",
+        PyList::new(py, rows().map(|r| r.message.as_deref()))?,
+    )?;
+    out.set_item("reason", PyList::new(py, rows().map(|r| r.reason))?)?;
+    out.set_item("size", PyList::new(py, rows().map(|r| r.size))?)?;
+    out.set_item("tensors", PyList::new(py, rows().map(|r| r.tensors))?)?;
+    out.set_item("parameters", PyList::new(py, rows().map(|r| r.parameters))?)?;
+    out.set_item(
+        "sha256",
+        PyList::new(py, rows().map(|r| r.sha256.as_deref()))?,
+    )?;
+    out.set_item(
+        "record",
+        PyList::new(py, records.iter().map(|(_, l)| l.as_str()))?,
+    )?;
+    Ok(out)
 }
 
 /// Whether `arg` names an address the remote source takes, as the CLI decides it.
@@ -918,7 +1053,8 @@ impl Runner {
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_paths, check_tree, check_url, is_url, open_index_checked, rules_table,
+        check_bytes, check_columns, check_paths, check_tree, check_url, is_url, open_index_checked,
+        rules_table,
     };
 
     #[pymodule_export]

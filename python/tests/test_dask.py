@@ -110,6 +110,78 @@ def test_records_of_mixed_targets(targets: List[str]) -> None:
     assert stcheck.records(mixed, sha256=True) == [stcheck.record(t, sha256=True) for t in mixed]
 
 
+def _row(target: Any, rec: Dict[str, Any], line: str) -> Dict[str, Any]:
+    """The oracle of a Parquet row: what each column holds, read from the parsed record (how
+    ``check_batch`` made its rows before they were made natively)."""
+    data = rec["data"]
+    error = data.get("error") or (data.get("errors") or [None])[0] or {}
+    status = data.get("status", "not_checked" if rec["type"] == "not_checked" else None)
+    message = error.get("message") or data.get("message") or data.get("io_error")
+    return {
+        "target": str(target),
+        "type": rec["type"],
+        "path": data.get("path"),
+        "status": status,
+        "rule": error.get("rule"),
+        "offset": error.get("offset"),
+        "tensor": error.get("tensor"),
+        "message": message,
+        "reason": data.get("reason"),
+        "size": data.get("size"),
+        "tensors": data.get("tensors"),
+        "parameters": data.get("parameters"),
+        # The file's hash is the record's `deep.sha256` (the oracle once read `sha256` at the
+        # top of `data`, where no record has it, so the column was always empty).
+        "sha256": (data.get("deep") or {}).get("sha256"),
+        "record": line,
+    }
+
+
+@pytest.fixture(scope="module")
+def mixed(targets: List[str], tmp_path_factory: pytest.TempPathFactory) -> List[Any]:
+    """Every kind of target a batch takes: the scan's files (valid, invalid), a set, a missing
+    file and a FIFO, every corpus case (sets with missing shards among them), a directory,
+    a URL nobody serves, and a file's contents."""
+    directory = tmp_path_factory.mktemp("a-directory")
+    data = pathlib.Path(targets[0]).read_bytes()
+    return [*targets[:40], *targets[-3:], *(c["file"] for c in CASES), str(directory),
+            pathlib.Path(targets[1]), "http://127.0.0.1:9/x.safetensors", data]
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"sha256": True}, {"profile": "reference"}, {"profile": "portable"},
+    {"compare_reference": True, "deny_warnings": True}, {"verbose": True, "deep": True},
+], ids=["strict", "sha256", "reference", "portable", "compare-deny", "verbose-deep"])
+def test_batch_columns_are_the_records(mixed: List[Any], opts: Dict[str, Any]) -> None:
+    """The native columns of a batch hold what the records say, for every kind of record."""
+    cols = stcheck.dask.check_batch(mixed, opts)
+    assert tuple(cols) == stcheck.dask.COLUMNS
+    got = [dict(zip(cols, values)) for values in zip(*cols.values())]
+    assert len(got) == len(mixed)
+    for target, row in zip(mixed, got):
+        assert row == _row(target, json.loads(row["record"]), row["record"])
+    # The records are the lines `stcheck.records` parses. (Not with the reference crate: its
+    # choice among several faults of one file follows its hash map's order, per run.)
+    if opts.get("profile") != "reference" and not opts.get("compare_reference"):
+        assert cols["record"] == stcheck._check.lines(mixed, **opts)
+    assert {r["type"] for r in got} == {"file", "index", "not_checked"}
+    statuses = {r["status"] for r in got}
+    assert statuses == {"valid", "invalid", "io_error", "not_checked"}
+    assert any(r["type"] == "index" and r["rule"] for r in got)  # a set's first error
+    assert any(r["reason"] for r in got) and any(r["size"] for r in got)
+    if opts.get("sha256"):
+        assert sum(r["sha256"] is not None for r in got) == sum(r["status"] == "valid" and r["type"] == "file" for r in got)
+    if opts.get("profile") == "reference":
+        assert any(r["rule"] is None and r["message"] and r["status"] == "invalid" for r in got)
+
+
+def test_a_batch_target_of_no_kind_is_refused() -> None:
+    """Neither a path, a URL nor bytes: refused as ``records`` refuses it."""
+    for check in (stcheck.records, stcheck.dask.check_batch):
+        with pytest.raises(TypeError):
+            check([1])
+
+
 pyarrow = pytest.importorskip("pyarrow")
 
 

@@ -7,7 +7,7 @@ CLI's flags.
 """
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 _Path = Union[str, PathLike[str]]
 _Record = Tuple[str, Optional[int]]
@@ -66,6 +66,9 @@ def check_paths(paths: List[_Path], opts: Dict[str, Any]) -> List[_Record]: ...
 def check_tree(paths: List[_Path], opts: Dict[str, Any]) -> List[_Record]: ...
 def check_url(url: str, opts: Dict[str, Any]) -> _Record: ...
 def check_bytes(data: bytes, name: str, opts: Dict[str, Any]) -> _Record: ...
+def check_columns(targets: Sequence[Any], kinds: bytes, opts: Dict[str, Any]) -> Dict[str, List[Any]]:
+    """A batch, each target of the kind its byte in ``kinds`` says (0 a path, 1 a URL, 2 bytes):
+    its records' columns (``stcheck.dask.COLUMNS`` but ``target``)."""
 def open_index_checked(
     path: _Path, opts: Dict[str, Any], read: bool
 ) -> Tuple[str, Optional[int], List[Tuple[str, _Kept]]]: ...

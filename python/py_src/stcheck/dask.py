@@ -63,18 +63,21 @@ def _exit_code(s: Dict[str, int]) -> int:
 
 def _count(summary: Dict[str, int], rec: Dict[str, Any]) -> None:
     """Count one record as the CLI's tally does (not_checked paths count only there)."""
-    kind, data = rec["type"], rec["data"]
+    _count_kind(summary, rec["type"], rec["data"].get("status"))
+
+
+def _count_kind(summary: Dict[str, int], kind: str, status: Optional[str], n: int = 1) -> None:
+    """Count ``n`` records of this type and status."""
     if kind == "not_checked":
-        summary["not_checked"] += 1
+        summary["not_checked"] += n
         return
-    summary["indexes" if kind == "index" else "files"] += 1
-    status = data.get("status")
+    summary["indexes" if kind == "index" else "files"] += n
     if status == "valid":
-        summary["valid"] += 1
+        summary["valid"] += n
     elif status == "invalid":
-        summary["invalid"] += 1
+        summary["invalid"] += n
     else:
-        summary["io_errors"] += 1
+        summary["io_errors"] += n
 
 
 def summarize(records: Iterable[Dict[str, Any]]) -> Dict[str, int]:
@@ -185,57 +188,24 @@ COLUMNS = (
 )
 
 
-def _row(target: Any, rec: Dict[str, Any], line: str) -> Dict[str, Any]:
-    data = rec["data"]
-    error = data.get("error") or (data.get("errors") or [None])[0] or {}
-    status = data.get("status", "not_checked" if rec["type"] == "not_checked" else None)
-    message = error.get("message") or data.get("message") or data.get("io_error")
-    return {
-        "target": str(target),
-        "type": rec["type"],
-        "path": data.get("path"),
-        "status": status,
-        "rule": error.get("rule"),
-        "offset": error.get("offset"),
-        "tensor": error.get("tensor"),
-        "message": message,
-        "reason": data.get("reason"),
-        "size": data.get("size"),
-        "tensors": data.get("tensors"),
-        "parameters": data.get("parameters"),
-        "sha256": data.get("sha256"),
-        "record": line,
-    }
-
-
 def check_batch(targets: Sequence[Any], options: Optional[Dict[str, Any]] = None) -> Dict[str, List[Any]]:
-    """The columnar map step: check each target (paths in one native call, as ``records``
-    does) and return the rows as columns (``COLUMNS``: one list per column, one entry per
-    record, in target order). A batch's result pickles as a few lists, not a dict per file,
+    """The columnar map step: check each target (in one native call) and return the rows as
+    columns (``COLUMNS``: one list per column, one entry per record, in target order). The
+    columns are made natively from the records as they are printed (``stcheck._check.columns``),
+    without parsing a record; a batch's result pickles as a few lists, not a dict per file,
     which is what makes batches of small files cheap to send back."""
-    import gc
-
-    cols: Dict[str, List[Any]] = {c: [] for c in COLUMNS}
     targets = list(targets)
-    lines = _check.lines(targets, **dict(options or {}))
-    # The rows create no reference cycle; the collector's passes over the growing columns
-    # would cost more than the rows themselves.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for target, line in zip(targets, lines):
-            for k, v in _row(target, json.loads(line), line).items():
-                cols[k].append(v)
-    finally:
-        if enabled:
-            gc.enable()
-    return cols
+    cols = _check.columns(targets, **dict(options or {}))
+    cols["target"] = [str(t) for t in targets]
+    return {c: cols[c] for c in COLUMNS}
 
 
 def _summary_of_columns(cols: Dict[str, List[Any]]) -> Dict[str, int]:
+    from collections import Counter
+
     s = _empty_summary()
-    for kind, status in zip(cols["type"], cols["status"]):
-        _count(s, {"type": kind, "data": {"status": status}})
+    for (kind, status), n in Counter(zip(cols["type"], cols["status"])).items():
+        _count_kind(s, kind, status, n)
     s["exit_code"] = _exit_code(s)
     return s
 
