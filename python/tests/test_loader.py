@@ -221,16 +221,20 @@ def test_safe_open_reads_from_the_checked_file(tmp_path: pathlib.Path) -> None:
 
 def test_every_backend_reads_into_memory(tmp_path: pathlib.Path) -> None:
     """`backend` takes safetensors' values and changes nothing: the arrays are views of the
-    checked bytes in memory (writable, as safetensors.numpy's are: one buffer over an anonymous
-    map), never of a map of the file."""
+    checked bytes in memory (writable, as safetensors.numpy's are: one buffer per file, a
+    `bytearray` below 256 KiB, an anonymous map from there on), never of a map of the file."""
     path = write_file(tmp_path / "m.safetensors", {"a": np.arange(6, dtype=np.int16).reshape(2, 3)})
     for backend in ("pread", "read", "mmap"):
         arrays = stcheck.load_file(path, backend=backend)
         assert arrays["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
-        base = _base(arrays["a"])
-        assert arrays["a"].flags.writeable and isinstance(base, mmap.mmap) and not is_file_map(base)
+        assert arrays["a"].flags.writeable and isinstance(_base(arrays["a"]), bytearray)
         with stcheck.safe_open(path, backend=backend) as f:
             assert not isinstance(_base(f.get_tensor("a")), mmap.mmap)
+    big = write_file(tmp_path / "big.safetensors", {"b": np.arange(1 << 17, dtype=np.int32)})
+    arrays = stcheck.load_file(big)
+    base = _base(arrays["b"])
+    assert isinstance(base, mmap.mmap) and not is_file_map(base) and len(base) == big.stat().st_size
+    assert arrays["b"].flags.writeable and np.array_equal(arrays["b"], np.arange(1 << 17, dtype=np.int32))
     with pytest.raises(ValueError, match="backend"):
         stcheck.load_file(path, backend="nope")
 

@@ -7,9 +7,9 @@ only a valid file's tensors are handed out, at the offsets the check validated.
 
 **Read into memory, checked there (the default).** ``load_file`` has the native module open
 the file (``stcheck::fs::open_regular``), read its length field and header with ordinary reads
-(``pread``) and check them, then read the whole file into one buffer (a numpy ``uint8`` array
-over an anonymous map that the kernel populates in one call: about twice as fast to fill as a
-``bytearray``, and with no file behind it) and, with the deep scan, check exactly that buffer. Each array is a
+(``pread``) and check them, then read the whole file into one buffer (a ``bytearray``, or from
+256 KiB on a numpy ``uint8`` array over an anonymous map that the kernel populates in one call:
+about twice as fast to fill as a ``bytearray``, and with no file behind it) and, with the deep scan, check exactly that buffer. Each array is a
 ``numpy.frombuffer`` view of it: writable (as
 ``safetensors.numpy``'s are), and holding the very bytes that were checked, so nothing done to
 the file afterwards (a truncation, a re-download in place, a rewrite) reaches them.
