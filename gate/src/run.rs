@@ -229,9 +229,11 @@ impl Gate {
         self.plan(targets, false).targets
     }
 
-    /// [`Gate::targets`] with what each is expected to read (for a progress bar by bytes): a
-    /// file's size, the sum of a set's shards when `size_shards`, 0 for what is not read; the
-    /// total is `None` when standard input is among them.
+    /// [`Gate::targets`] with what each is expected to read (for a progress bar by bytes),
+    /// when `size_shards`: a file's size, the sum of a set's shards, 0 for what is not read;
+    /// the total is `None` when standard input is among them. Without `size_shards` a file's
+    /// size is known only where it was looked up anyway (when a set is among the targets) and
+    /// is 0 otherwise.
     ///
     /// A whole repository on the hub (`hf://org/repo[@revision]`) is listed here, once, at the
     /// commit its revision names now: its `*.safetensors` files and indexes become targets at
@@ -910,6 +912,8 @@ fn plan(targets: Vec<Target>, gate: &Gate, size_shards: bool) -> Plan {
     let mut bytes = Vec::with_capacity(targets.len());
     for target in targets {
         let n = match &target {
+            // Without sizes and without a set to leave shards to, a file needs no `stat` here.
+            Target::File(_) if !size_shards && shards.is_empty() => 0,
             Target::File(path) => match identity(path) {
                 Some((id, _)) if shards.contains(&id) => continue,
                 Some((_, len)) => len,
