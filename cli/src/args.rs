@@ -71,9 +71,11 @@ Options:
       --max-requests N         send at most N HTTP requests in the whole run (redirects
                                and retries included; default 1000000); a URL past the
                                budget is not checked (exit 2)
-      --mmap                   memory-map files instead of reading them: no faster here,
-                               and a file truncated while it is checked kills the process
-                               with SIGBUS; only for files nobody else can write
+      --mmap                   memory-map files instead of reading them: faster only for
+                               --deep/--sha256 of files already in the page cache (reading
+                               copies every byte out of it), and a file truncated while it
+                               is checked kills the process with SIGBUS; only for files
+                               nobody else can write
       --no-mmap                read files with ordinary reads (the default; kept so that
                                scripts which ask for it keep working)
       --stream                 validate files in one forward pass through a fixed buffer
