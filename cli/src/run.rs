@@ -67,13 +67,45 @@ fn explain(rule: stcheck::Rule) -> ExitCode {
 
 /// Output in input order, written as it is produced: job `i` writes only when jobs `0..i`
 /// have written, and then straight to standard output (no record is built in memory first).
+///
+/// When there are no more workers than cores, a job whose turn has not come spins a little
+/// before it sleeps: on small files the job before it ends within microseconds, and a sleep
+/// and wake-up (two futex calls and two context switches per file) cost more than the check
+/// itself (20,000 small files with `-j 2` on 2 cores: 0.19 s, against 0.33 s sleeping at once
+/// and 0.27 s with `-j 1`). With more workers than cores a spinning job would take the core
+/// of the job it waits for, so it sleeps at once.
 struct Turns {
+    spins: u32,
+    /// The first job that has not written yet (read without the lock while spinning).
+    ready: AtomicUsize,
     next: Mutex<usize>,
     cv: Condvar,
 }
 
+/// How many times a job looks at [`Turns::ready`] before it sleeps (about 20 us here).
+const TURN_SPINS: u32 = 2_000;
+
 impl Turns {
+    fn new(workers: usize) -> Turns {
+        let cores = match workers {
+            0 | 1 => 1,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        Turns {
+            spins: if workers <= cores { TURN_SPINS } else { 0 },
+            ready: AtomicUsize::new(0),
+            next: Mutex::new(0),
+            cv: Condvar::new(),
+        }
+    }
+
     fn wait(&self, i: usize) {
+        for _ in 0..self.spins {
+            if self.ready.load(Ordering::Acquire) >= i {
+                return;
+            }
+            std::hint::spin_loop();
+        }
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         while *next < i {
             next = self.cv.wait(next).unwrap_or_else(|p| p.into_inner());
@@ -83,6 +115,7 @@ impl Turns {
     fn done(&self, i: usize) {
         let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
         *next = (*next).max(i + 1);
+        self.ready.fetch_max(i + 1, Ordering::Release);
         self.cv.notify_all();
     }
 }
@@ -442,10 +475,7 @@ fn run(o: &Options) -> u8 {
     let run = Run {
         o,
         threads,
-        turns: Turns {
-            next: Mutex::new(0),
-            cv: Condvar::new(),
-        },
+        turns: Turns::new(workers),
         shared: Mutex::new(Shared {
             output,
             tally: Summary::default(),
