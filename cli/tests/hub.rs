@@ -8,18 +8,18 @@
 
 #[path = "../../gate/tests/remote_support/mod.rs"]
 mod remote_support;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use remote_support::{serve_file, zeros_file, Reply, Request, Server};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use support::{json_lines as lines, Out};
 
-const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
 const TOKEN: &str = "hf_mock_secret_token_4242";
 /// A token of an account that has not accepted the gated repository's terms.
 const OTHER_TOKEN: &str = "hf_not_accepted_token_77";
@@ -180,6 +180,28 @@ fn refusal(req: &Request, repo: &Repo) -> Option<Reply> {
     }
 }
 
+/// The repository `key` (`[datasets/]org/name`), the commit its revision `rev` (as sent, URL
+/// encoded) names, and that commit's files; or the hub's refusal.
+fn at_revision<'r>(
+    req: &Request,
+    repos: &'r HashMap<String, Repo>,
+    key: &str,
+    rev: &str,
+) -> Result<(&'r Repo, String, &'r Vec<File>), Box<Reply>> {
+    let Some(repo) = repos.get(key) else {
+        return Err(Box::new(error(404, "RepoNotFound")));
+    };
+    if let Some(r) = refusal(req, repo) {
+        return Err(Box::new(r));
+    }
+    let rev = decode(rev);
+    let commit = repo.refs.get(&rev).cloned().unwrap_or(rev);
+    let Some(files) = repo.commits.get(&commit) else {
+        return Err(Box::new(error(404, "RevisionNotFound")));
+    };
+    Ok((repo, commit, files))
+}
+
 fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> Reply {
     let path = req.path();
     if let Some(rest) = path.strip_prefix("/api/") {
@@ -189,17 +211,11 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
         let [org, name, what, rev] = parts[..] else {
             return Reply::new(400);
         };
-        let Some(repo) = repos.get(&format!("{prefix}{org}/{name}")) else {
-            return error(404, "RepoNotFound");
-        };
-        if let Some(r) = refusal(req, repo) {
-            return r;
-        }
-        let rev = decode(rev);
-        let commit = repo.refs.get(&rev).cloned().unwrap_or(rev.clone());
-        let Some(files) = repo.commits.get(&commit) else {
-            return error(404, "RevisionNotFound");
-        };
+        let (repo, commit, files) =
+            match at_revision(req, repos, &format!("{prefix}{org}/{name}"), rev) {
+                Ok(found) => found,
+                Err(refused) => return *refused,
+            };
         return match what {
             "revision" => Reply::new(200)
                 .header("Content-Type", "application/json")
@@ -278,16 +294,10 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
     let [org, name, "resolve", rev, file_path] = parts[..] else {
         return Reply::new(404);
     };
-    let Some(repo) = repos.get(&format!("{prefix}{org}/{name}")) else {
-        return error(404, "RepoNotFound");
-    };
-    if let Some(r) = refusal(req, repo) {
-        return r;
-    }
-    let rev = decode(rev);
-    let commit = repo.refs.get(&rev).cloned().unwrap_or(rev.clone());
-    let Some(files) = repo.commits.get(&commit) else {
-        return error(404, "RevisionNotFound");
+    let (repo, commit, files) = match at_revision(req, repos, &format!("{prefix}{org}/{name}"), rev)
+    {
+        Ok(found) => found,
+        Err(refused) => return *refused,
     };
     let file_path = decode(file_path);
     let Some(f) = files.iter().find(|f| f.path == file_path) else {
@@ -312,33 +322,11 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
     }
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn run(args: &[&str], env: &[(&str, String)]) -> Out {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .arg("--no-progress")
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_ENDPOINT");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run stcheck");
-    Out {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
+    let mut cmd = support::stcheck();
+    cmd.args(args).arg("--no-progress");
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    support::output(&mut cmd)
 }
 
 fn records<'a>(out: &'a [Value], kind: &str) -> Vec<&'a Value> {

@@ -4,24 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
+mod support;
 
-struct Out {
-    code: i32,
-    stdout: String,
-}
+use support::{Out, BIN};
 
 fn run(dir: &Path, args: &[&str]) -> Out {
-    let out = Command::new(BIN)
-        .arg("--no-progress")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run stcheck");
-    Out {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
+    run_args(dir, &[&["--no-progress"], args].concat())
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -228,15 +216,7 @@ fn the_readme_github_actions_workflow_reports_only_the_weights() {
 }
 
 fn run_args(dir: &Path, args: &[&str]) -> Out {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run stcheck");
-    Out {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
+    support::output(support::stcheck().args(args).current_dir(dir))
 }
 
 #[test]

@@ -6,41 +6,17 @@
 
 #[path = "../../gate/tests/remote_support/mod.rs"]
 mod remote_support;
+mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use remote_support::{declared_file, serve_file, zeros_file, Length, Reply, Server};
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_stcheck");
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use support::{json_lines as lines, Out};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_ENDPOINT");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run stcheck");
-    Out {
-        code: out.status.code().expect("exit code"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
+    let mut cmd = support::stcheck();
+    cmd.args(args).envs(env.iter().copied());
+    support::output(&mut cmd)
 }
 
 fn bad_file() -> Vec<u8> {
