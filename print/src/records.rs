@@ -518,6 +518,25 @@ struct RemoteInfo<'a> {
     hub: Option<HubRecord<'a>>,
 }
 
+impl<'a> RemoteInfo<'a> {
+    /// Fetched from `resolved` at `cost`, the hub's word not (yet) known.
+    fn new(resolved: &'a str, cost: impl Into<RemoteCost>) -> Option<Self> {
+        Some(RemoteInfo {
+            resolved,
+            cost: cost.into(),
+            hub: None,
+        })
+    }
+
+    /// `remote` with what the hub said, if it was fetched at all.
+    fn with_hub(mut remote: Option<Self>, hub: HubRecord<'a>) -> Option<Self> {
+        if let Some(r) = &mut remote {
+            r.hub = Some(hub);
+        }
+        remote
+    }
+}
+
 /// What a server said about a file it served, for a record: the commit a hub served it from,
 /// its entity tag, and the SHA-256 the hub publishes for it, where it said them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -591,19 +610,13 @@ impl<'a> FileRecord<'a> {
 
     /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
     pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
-        self.remote = Some(RemoteInfo {
-            resolved,
-            cost: cost.into(),
-            hub: None,
-        });
+        self.remote = RemoteInfo::new(resolved, cost);
         self
     }
 
     /// What the server said about the file (after [`FileRecord::with_remote`]).
     pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
-        if let Some(r) = &mut self.remote {
-            r.hub = Some(hub);
-        }
+        self.remote = RemoteInfo::with_hub(self.remote, hub);
         self
     }
 
@@ -1047,19 +1060,13 @@ impl<'a> IndexTail<'a> {
 
     /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
     pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
-        self.remote = Some(RemoteInfo {
-            resolved,
-            cost: cost.into(),
-            hub: None,
-        });
+        self.remote = RemoteInfo::new(resolved, cost);
         self
     }
 
     /// What the server said about the index (after [`IndexTail::with_remote`]).
     pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
-        if let Some(r) = &mut self.remote {
-            r.hub = Some(hub);
-        }
+        self.remote = RemoteInfo::with_hub(self.remote, hub);
         self
     }
 

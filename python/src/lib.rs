@@ -16,10 +16,9 @@
 //! is decided in Python (`py_src/stcheck/_check.py`).
 //!
 //! The loader ([`Runner::open`], [`open_index_checked`]) hands over what it keeps of each file
-//! it found valid, in one of two forms. By default, the whole file *read* into a new buffer
-//! (a `bytearray`, or from 256 KiB on a numpy `uint8` array over an anonymous map populated
-//! in one call, see [`new_buffer`])
-//! with ordinary reads (`pread`), and checked there: the length field and header
+//! it found valid, in one of two forms. By default, the whole file *read* into a new buffer (a
+//! `bytearray`, or from 256 KiB on a numpy `uint8` array over an anonymous map populated in one
+//! call, see [`new_buffer`]) with ordinary reads (`pread`), and checked there: the length field and header
 //! are read and checked first (an invalid file is never read further), then the rest is read
 //! into the same buffer and, when the options read the data, the deep rules run over that very
 //! buffer. The arrays Python builds from it hold exactly the bytes that were checked, and
@@ -435,17 +434,31 @@ fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<R
     }))
 }
 
-/// Check what a URL names (`http://`, `https://`, `hf://`): the records `stcheck --json URL`
-/// writes, one for a file or a sharded set, one per file for a whole repository on the hub
-/// (`hf://org/repo[@revision]`, listed at one commit). Credentials come from `HF_TOKEN`, the
-/// hub from `HF_ENDPOINT`.
+/// Check the file or sharded set a URL names (`http://`, `https://`, `hf://`): the record
+/// `stcheck --json URL` writes. A whole repository on the hub (`hf://org/repo[@revision]`) is
+/// several targets: a `ValueError` (see [`one_url_target`]). Credentials come from
+/// `HF_TOKEN`, the hub from `HF_ENDPOINT`.
 #[pyfunction]
-fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Vec<Record>> {
+fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Record> {
     let run = Run::new(opts, None)?;
-    Ok(py.detach(|| {
-        let targets = run.gate.targets(&[OsString::from(url)]);
-        check_all(&run, &targets, |o| o.record())
-    }))
+    let target = py
+        .detach(|| one_url_target(&run, &url))
+        .map_err(PyValueError::new_err)?;
+    let mut records = py.detach(|| check_all(&run, &[target], |o| o.record()));
+    Ok(records.remove(0))
+}
+
+/// The one target `url` names, or why a call that checks one target cannot take it: a whole
+/// repository on the hub names one per file (listed, not checked, here).
+fn one_url_target(run: &Run, url: &str) -> Result<Target, String> {
+    let mut targets = run.gate.targets(&[OsString::from(url)]);
+    match targets.len() {
+        1 => Ok(targets.remove(0)),
+        n => Err(format!(
+            "the address names {n} targets (a whole repository on the hub): use \
+             stcheck.check_tree or stcheck.records_tree for it"
+        )),
+    }
 }
 
 /// Check a whole file held in memory (`bytes`), shown as `name`: a `file` record whose `mode`
@@ -498,15 +511,8 @@ fn batch_item(
             run.gate.check(&target, run.threads, &|_: u64| {}, sink)
         }
         Item::Url(url) => {
-            let targets = run.gate.targets(&[OsString::from(url)]);
-            let [target] = targets.as_slice() else {
-                return Err(format!(
-                    "the address names {} targets (a whole repository on the hub): use \
-                     stcheck.check_tree or stcheck.records_tree for it",
-                    targets.len()
-                ));
-            };
-            run.gate.check(target, run.threads, &|_: u64| {}, sink)
+            let target = one_url_target(run, url)?;
+            run.gate.check(&target, run.threads, &|_: u64| {}, sink)
         }
         Item::Bytes(data) => run.gate.check_bytes("<bytes>", data, run.threads, sink),
     };
@@ -736,15 +742,15 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> Result<(), ReadErr
     }
 }
 
-/// Read `file` into a new buffer ([`new_buffer`]) and check exactly the bytes read. The length field and
-/// the header come first, checked as a header-only check would (a file they reject is read
-/// no further, and its verdict is that check's); then the rest of the file is read into the
-/// same buffer, after the header bytes already read, and when `config` reads the data
-/// (`deep`, `sha256`, `deny_nonfinite`) the whole check runs again over that very buffer. `f`
-/// gets the verdict; the buffer comes with it when the header was valid. A file that changes
-/// meanwhile (it shrinks or grows, or its times or identity differ after the reads) is a
-/// [`ReadErrorKind::Changed`] error, never a verdict. Runs without the GIL, and takes it only
-/// to allocate the buffer.
+/// Read `file` into a new buffer (a `bytearray`, or a [`new_buffer`] for a large file) and
+/// check exactly the bytes read. The length field and the header come first, checked as a
+/// header-only check would (a file they reject is read no further, and its verdict is that
+/// check's); then the rest of the file is read into the same buffer, after the header bytes
+/// already read, and when `config` reads the data (`deep`, `sha256`, `deny_nonfinite`) the
+/// whole check runs again over that very buffer. `f` gets the verdict; the buffer comes with it
+/// when the header was valid. A file that changes after `before` was taken (it shrinks or
+/// grows, or its times or identity differ after the reads) is a [`ReadErrorKind::Changed`]
+/// error, never a verdict. Runs without the GIL, and takes it only to allocate the buffer.
 fn read_checked<T>(
     file: &File,
     before: &FileStamp,
@@ -815,7 +821,8 @@ fn read_checked<T>(
 
 /// From this size on, [`read_checked`]'s buffer is a [`new_buffer`] (an anonymous map populated
 /// in one call); below it, a `bytearray`, whose few page faults cost less than the Python calls
-/// that make the map (a 1-tensor file loads in about 17 us either way, against 31 us mapped).
+/// that make the map (10,000 1-tensor loads in `benches/python/compare.py`: 16 us each with a
+/// `bytearray`, 31 us with the map).
 const MAPPED_BUFFER_FROM: usize = 256 * 1024;
 
 /// A new buffer of `size` zero bytes for [`read_checked`] to fill, as a numpy `uint8` array
@@ -835,7 +842,7 @@ fn new_buffer(py: Python<'_>, size: usize) -> PyResult<Bound<'_, PyArray1<u8>>> 
     };
     // A file number of -1 makes Python's `mmap` add MAP_ANONYMOUS itself.
     let flags = flag("MAP_PRIVATE")? | flag("MAP_POPULATE")?;
-    let kwargs = pyo3::types::PyDict::new(py);
+    let kwargs = PyDict::new(py);
     kwargs.set_item("flags", flags)?;
     let map = mmap.getattr("mmap")?.call((-1, size), Some(&kwargs))?;
     let frombuffer = py.import("numpy")?.getattr("frombuffer")?;

@@ -143,3 +143,58 @@ def test_a_manifest_of_urls_scans_to_parquet(base_url: str, tmp_path: Any) -> No
     assert [json.loads(rows[u]["record"]) for u in urls] == want
     # Resuming a finished scan checks nothing more and gives the same summary.
     assert stcheck.dask.scan_to_parquet(targets, tmp_path / "scan", batch_size=7) == want_summary
+
+
+class _Hub(http.server.BaseHTTPRequestHandler):
+    """A hub listing one repository, ``org/repo`` at ``main``, of two weight files; every path
+    asked for is noted in ``seen``."""
+
+    seen: List[str] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.seen.append(self.path)
+        path = self.path.split("?")[0]
+        if path == "/api/models/org/repo/revision/main":
+            body = b'{"id": "org/repo", "sha": "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00", "siblings": []}'
+        elif path == "/api/models/org/repo/tree/c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00":
+            body = (
+                b'[{"type": "file", "oid": "1", "size": 96, "path": "a.safetensors"},'
+                b' {"type": "file", "oid": "2", "size": 96, "path": "b.safetensors"}]'
+            )
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("X-Repo-Commit", "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_whole_repository_is_refused_by_check_before_anything_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`check` gives one report: a repository on the hub names several files, so it is a
+    ValueError that names `check_tree`, decided from the listing alone (no file is fetched),
+    and the columnar batch says the same."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        for call in (stcheck.check, stcheck.record, lambda t: stcheck.dask.check_batch([t])):
+            _Hub.seen.clear()
+            with pytest.raises(ValueError, match=r"names 2 targets .*check_tree"):
+                call("hf://org/repo")
+            assert _Hub.seen and not [p for p in _Hub.seen if "/resolve/" in p], _Hub.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(30)

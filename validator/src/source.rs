@@ -280,7 +280,7 @@ fn read_at(
 /// How many bytes the first read of a file's start asks for: a length field and a header of
 /// up to about 100 tensors come in one system call. Reading past a short header costs a copy
 /// of at most this much.
-pub(crate) const FIRST_READ: usize = 16 * 1024;
+const FIRST_READ: usize = 16 * 1024;
 
 /// Feed a new `checker` of a file `len` bytes long ([`Checker::with_len`]) the start of `file`
 /// with positioned reads, as far as it wants it before the data region: the length field and

@@ -171,13 +171,8 @@ def _native_record(target: Any, opts: Dict[str, Any], name: Optional[str]) -> Tu
         data = target if isinstance(target, bytes) else bytes(target)
         return _native.check_bytes(data, name or "<bytes>", opts)  # type: ignore[no-any-return]
     if is_url(target):
-        found = _native.check_url(target, opts)
-        if len(found) != 1:
-            raise ValueError(
-                f"the address names {len(found)} targets (a whole repository on the hub): "
-                "use stcheck.check_tree or stcheck.records_tree for it"
-            )
-        return found[0]  # type: ignore[no-any-return]
+        # One record; a whole repository on the hub is a ValueError saying what to call.
+        return _native.check_url(target, opts)  # type: ignore[no-any-return]
     return _native.check_paths([target], opts)[0]  # type: ignore[no-any-return]
 
 
