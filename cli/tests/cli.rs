@@ -591,6 +591,30 @@ fn broken_pipe_ends_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
+/// Output stays in input order whatever the number of workers, also with more workers than
+/// cores (where a job whose turn has not come yields its core, then sleeps).
+#[test]
+fn more_workers_than_cores_keep_the_input_order() {
+    let dir = tempdir("order");
+    for i in 0..600 {
+        let bytes = if i % 7 == 3 {
+            raw("{\"a\":", &[], true)
+        } else {
+            valid_file()
+        };
+        fs::write(dir.join(format!("f{i:04}.safetensors")), bytes).expect("write");
+    }
+    let one = run_in(&dir, &["--json", "-j", "1", "."], None);
+    assert_eq!(one.code, 1, "{}", one.stderr);
+    let lines = json_lines(&one.stdout);
+    assert_eq!(lines.len(), 601, "600 records and the summary");
+    for jobs in ["2", "8", "32"] {
+        let many = run_in(&dir, &["--json", "-j", jobs, "."], None);
+        assert_eq!(many.code, 1, "-j {jobs}: {}", many.stderr);
+        assert_eq!(many.stdout, one.stdout, "-j {jobs}");
+    }
+}
+
 // ---- Sharded checkpoints ----
 
 fn index_out(dir: &Path, args: &[&str]) -> (Out, Value) {
