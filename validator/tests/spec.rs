@@ -667,3 +667,30 @@ fn corpus_reference_verdicts_match_the_differences() {
         );
     }
 }
+
+/// Tensors on the same bytes: the reference's verdict is the same on every run, while the
+/// tensor its message names is whichever of them its hash map visits second, which varies
+/// from run to run (SPEC §5, "Same verdict, a reason that varies").
+#[test]
+fn tied_offsets_give_one_reference_verdict_and_a_message_naming_a_tied_tensor() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/");
+    for (path, tied) in [
+        (
+            "invalid/attack/aliased-tensors.safetensors",
+            ["weight", "bias"],
+        ),
+        ("invalid/layout/same-bytes.safetensors", ["a", "b"]),
+    ] {
+        let bytes = std::fs::read(format!("{dir}{path}")).expect("corpus file");
+        for _ in 0..40 {
+            match verdict(&bytes) {
+                Verdict::Reject(message) => assert!(
+                    tied.iter()
+                        .any(|t| message == format!("invalid offset for tensor `{t}`")),
+                    "{path}: {message}"
+                ),
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+    }
+}
