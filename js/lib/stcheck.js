@@ -261,7 +261,7 @@ function parseContentRange(v) {
  * Range sends the file from its start), then feed until the checker has what it needs, the
  * body has `limit` bytes, or it ends. Returns the bytes fed; the body is then dropped.
  */
-async function feedBody(resp, stream, { skip, limit, count, progress }) {
+async function feedBody(resp, stream, { skip, limit, count, progress, scrub }) {
   if (!resp.body) throw new NotCheckedError("the response has no body");
   const reader = resp.body.getReader();
   let pos = 0;
@@ -272,7 +272,7 @@ async function feedBody(resp, stream, { skip, limit, count, progress }) {
       try {
         step = await reader.read();
       } catch (e) {
-        throw new NotCheckedError(`reading the response failed after ${pos} bytes: ${e?.cause?.message ?? e?.message ?? e}`);
+        throw new NotCheckedError(scrub(`reading the response failed after ${pos} bytes: ${e?.cause?.message ?? e?.message ?? e}`));
       }
       const { done, value } = step;
       if (done) break;
@@ -306,6 +306,9 @@ export async function checkUrl(url, options = {}) {
   if (typeof doFetch !== "function") throw new UsageError("fetch: no fetch function");
   const first = options.firstFetch ?? FIRST_FETCH;
   const href = String(url);
+  // What messages and the record show: never the address's user information, query or
+  // fragment (they may be credentials).
+  const shown = guard(() => api.shownUrl(href));
   let requests = 0;
   let bodyBytes = 0;
   let total = null;
@@ -316,7 +319,8 @@ export async function checkUrl(url, options = {}) {
     have += n;
     options.onProgress?.({ bytes: have, total });
   };
-  const fail = (m, reason = "io") => { throw new NotCheckedError(`${href}: ${m}`, reason); };
+  const scrub = (m) => guard(() => api.scrubUrlIn(String(m), href));
+  const fail = (m, reason = "io") => { throw new NotCheckedError(scrub(`${shown}: ${m}`), reason); };
   const get = async (range) => {
     requests += 1;
     const headers = new Headers(options.headers ?? {});
@@ -357,7 +361,7 @@ export async function checkUrl(url, options = {}) {
           stream = guard(() => api.openStream(json, total));
           if (!stream) fail("the file's length is not usable");
         }
-        const r = await feedBody(resp, stream, { skip: 0, limit: span, count, progress: report });
+        const r = await feedBody(resp, stream, { skip: 0, limit: span, count, progress: report, scrub });
         if (r.more && r.ended) fail(`the body ended after ${r.fed} bytes, shorter than the ${span} announced`);
         if (!r.more) break;
         if (have >= total) break;
@@ -380,15 +384,15 @@ export async function checkUrl(url, options = {}) {
         if (total !== null && announced !== total) fail(`the file changed: its length was ${total} bytes, now ${announced}`, "changed");
         total = announced;
         if (stream === null) stream = guard(() => api.openStream(json, total));
-        const r = await feedBody(resp, stream, { skip: have, limit: total - have, count, progress: report });
+        const r = await feedBody(resp, stream, { skip: have, limit: total - have, count, progress: report, scrub });
         if (r.more && r.ended) fail(`the body ended after ${have} bytes, shorter than the ${total} announced`);
         if (r.more && r.extra) fail(`the body is longer than the ${total} bytes announced`);
         break;
       }
       fail(`unexpected HTTP ${resp.status} to a range request`);
     }
-    const path = options.path ?? href;
-    return open(guard(() => stream.finishRemote(path, href, requests, bodyBytes)), options);
+    const path = options.path ?? shown;
+    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes)), options);
   } finally {
     stream?.free?.();
   }

@@ -149,6 +149,20 @@ fn length(n: f64) -> Option<u64> {
     }
 }
 
+/// The address `url` as every output shows it: user information removed, a query shown as
+/// `?...`, the fragment dropped (the gate's `shown_url`), for the wrapper's messages and paths.
+#[wasm_bindgen(js_name = shownUrl)]
+pub fn shown_url(url: &str) -> String {
+    stcheck_gate::target::shown_url(url)
+}
+
+/// `message` with the secrets of `url` (user information, query, fragment) replaced, for
+/// messages of lower layers (`fetch`) that quote the address as it was given.
+#[wasm_bindgen(js_name = scrubUrlIn)]
+pub fn scrub_url_in(message: &str, url: &str) -> String {
+    stcheck_gate::target::scrub_url_in(message, url)
+}
+
 /// The usage error of `options` (JSON), or `""` when they resolve.
 #[wasm_bindgen(js_name = optionsError)]
 pub fn options_error(options: &str) -> String {

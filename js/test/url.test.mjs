@@ -186,3 +186,31 @@ test("a custom fetch and headers are used", async () => {
   assert.equal(r.status, "valid");
   assert.ok(seen.length >= 1 && seen.every((t) => t === "t1"));
 });
+
+test("no secret of an address is shown: user information, query and fragment", { timeout: 60_000 }, async () => {
+  const valid = "valid/layout/mixed-aligned.safetensors";
+  const query = "?X-Amz-Signature=SIGjs123secret&X-Amz-Credential=SIGjs123secret#fragjs99";
+  const secrets = ["SIGjs123secret", "fragjs99", "alicejsuser", "hunter2js"];
+  const shown = [];
+  // A presigned query on a server that answers: the record shows the address with `?...`.
+  const r = await st.checkUrl(url("range", valid) + query);
+  assert.equal(r.status, "valid");
+  shown.push(JSON.stringify(r));
+  assert.equal(r.url, url("range", valid) + "?...");
+  assert.equal(r.path, r.url);
+  // Failures: fetch refuses user information; a missing file and a closed port fail.
+  const host = base.slice("http://".length);
+  for (const u of [
+    `http://alicejsuser:hunter2js@${host}/range/${valid}${query}`,
+    url("missing", valid) + query,
+    `http://alicejsuser:hunter2js@127.0.0.1:9/x.safetensors${query}`,
+  ]) {
+    await assert.rejects(st.checkUrl(u), (e) => {
+      assert.ok(e instanceof st.NotCheckedError, String(e));
+      shown.push(e.message, String(e), JSON.stringify(e));
+      return true;
+    });
+  }
+  const text = shown.join("\n");
+  for (const s of secrets) assert.ok(!text.includes(s), `${s} in ${text}`);
+});

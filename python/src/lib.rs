@@ -613,6 +613,13 @@ fn is_url(arg: &str) -> bool {
     stcheck_gate::target::is_url(arg)
 }
 
+/// The address `arg` as every output shows it (user information removed, a query shown as
+/// `?...`, the fragment dropped): the gate's `shown_url`, for messages written in Python.
+#[pyfunction]
+fn shown_url(arg: &str) -> String {
+    stcheck_gate::target::shown_url(arg)
+}
+
 /// Every rule of SPEC.md: `(id, kind, severity)`.
 #[pyfunction]
 fn rules_table() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -1082,7 +1089,7 @@ mod _native {
     #[pymodule_export]
     use super::{
         check_bytes, check_columns, check_paths, check_tree, check_url, is_url, open_index_checked,
-        rules_table,
+        rules_table, shown_url,
     };
 
     #[pymodule_export]

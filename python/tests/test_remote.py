@@ -94,7 +94,8 @@ _SECRETS = ("alicesecretuser", "hunter2pass", "SIGabc123secret", "fragsecret99")
 
 def test_no_secret_of_an_address_reaches_python(base_url: str) -> None:
     """Issue 19: user information, a query and a fragment are never shown: not in records,
-    reports, exception messages, their records, their repr or their pickle."""
+    reports, exception messages (also the loader's refusal of a URL and the tree walk's),
+    their records, their repr or their pickle."""
     import pickle
 
     valid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "accept")
@@ -118,6 +119,18 @@ def test_no_secret_of_an_address_reaches_python(base_url: str) -> None:
         except (stcheck.SafetensorsError, stcheck.ReadError) as e:
             shown.extend([str(e), repr(e), repr(getattr(e, "record", None)), repr(e.args)])
             shown.append(repr(pickle.loads(pickle.dumps(e)).__dict__))
+        # The loader refuses URLs by name: the name is shown without its secrets too.
+        loaders = (
+            lambda: stcheck.load_file(url),
+            lambda: stcheck.safe_open(url, "np"),
+            lambda: stcheck.check_tree([url]),
+            lambda: stcheck.records_tree([url]),
+        )
+        for load in loaders:
+            try:
+                shown.append(repr(load()))
+            except (stcheck.SafetensorsError, stcheck.ReadError, ValueError) as e:
+                shown.extend([str(e), repr(e), repr(e.args)])
     text = "\n".join(shown)
     for secret in _SECRETS:
         assert secret not in text, secret

@@ -581,9 +581,10 @@ def load(data: Union[bytes, bytearray, memoryview], *, framework: str = "numpy",
 
 
 def _no_urls(target: str) -> ReadError:
-    """The loader reads local files only: a URL is refused by name (``stcheck.check`` takes
-    it; loading tensors over the network is not supported)."""
+    """The loader reads local files only: a URL is refused by name, shown as every output
+    shows it (no user information, query or fragment: they may be credentials), and
+    ``stcheck.check`` takes it; loading tensors over the network is not supported."""
     return ReadError(
-        f"{target}: the loader reads local files only; URLs are not supported "
+        f"{_native.shown_url(target)}: the loader reads local files only; URLs are not supported "
         "(stcheck.check checks a URL; download the file to load its tensors)"
     )
