@@ -642,11 +642,22 @@ fn a_set_in_a_dataset_repository_is_checked_with_its_listing() {
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("/extra.safetensors"));
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(hub
-        .hub
-        .requests()
+    let reqs = hub.hub.requests();
+    assert!(reqs
         .iter()
         .any(|r| r.path().starts_with("/api/datasets/org/set/tree/")));
+    // The index is fetched once: by the plan, for the names of its shards; its check uses
+    // those bytes, and its record counts that request.
+    let index_gets = reqs
+        .iter()
+        .filter(|r| r.path().contains("/resolve/") && r.path().ends_with(".index.json"))
+        .count();
+    assert_eq!(index_gets, 1, "{reqs:?}");
+    assert!(
+        index[0]["cost"]["requests"].as_u64() >= Some(1),
+        "{}",
+        index[0]
+    );
 }
 
 #[test]

@@ -177,6 +177,12 @@ fn os_error(e: &ReadError) -> Option<i32> {
         .and_then(io::Error::raw_os_error)
 }
 
+/// The most index bytes a repository's plan keeps, all its indexes together, for their checks
+/// (each index is fetched once to know which shards it names; kept, its check does not fetch
+/// it again). An index past this bound is fetched again by its check.
+#[cfg(feature = "remote")]
+const PREFETCHED_INDEX_BYTES: usize = 8 << 20;
+
 /// A run's options, resolved once, and what its targets share (the client of its URLs).
 #[derive(Debug)]
 pub struct Gate {
@@ -313,23 +319,31 @@ impl Gate {
             }
         }
         // The shards each index names are checked with it, not on their own (as in a walk).
+        // The indexes fetched for their names are kept for their checks (up to
+        // PREFETCHED_INDEX_BYTES in all; past that a set's check fetches its index again).
         let mut named: HashSet<String> = HashSet::new();
+        let mut kept = 0usize;
         for f in &files {
-            if checkpoint_kind(OsStr::new(&base(&f.path).1)) != Some(Checkpoint::Index) {
+            let (dir, name) = base(&f.path);
+            if checkpoint_kind(OsStr::new(&name)) != Some(Checkpoint::Index) {
                 continue;
             }
             let Some(addr) = at(f) else { continue };
             // An index that cannot be read here is reported by its own check.
-            if let Ok(bytes) = client.fetch_index(&addr, &self.config) {
-                let (dir, _) = base(&f.path);
-                index::visit_shard_names(&bytes, &self.config, &mut |name| {
+            if let Ok(fetched) = client.fetch_index(&addr, &self.config) {
+                index::visit_shard_names(&fetched.bytes, &self.config, &mut |shard| {
                     named.insert(if dir.is_empty() {
-                        name.to_owned()
+                        shard.to_owned()
                     } else {
-                        format!("{dir}/{name}")
+                        format!("{dir}/{shard}")
                     });
                     std::ops::ControlFlow::Continue(())
                 });
+                kept = kept.saturating_add(fetched.bytes.len());
+                if kept <= PREFETCHED_INDEX_BYTES {
+                    let known = dirs.entry(dir).or_default();
+                    known.indexes.insert(name, fetched);
+                }
             }
         }
         if let Ok(mut listed) = self.listed.lock() {

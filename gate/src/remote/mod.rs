@@ -470,6 +470,23 @@ pub struct Known {
     /// The SHA-256 (hex) the listing publishes for files of the address's directory, by file
     /// name: compared with the file's own with `sha256`.
     pub sha256: std::collections::HashMap<String, String>,
+    /// Indexes of the address's directory already fetched (by the repository's plan, for the
+    /// names of their shards), by file name: a set's check takes its index from here instead
+    /// of fetching it again.
+    pub indexes: std::collections::HashMap<String, FetchedIndex>,
+}
+
+/// An index fetched ahead of its check: its bytes, what the hub said about it and what
+/// fetching it cost (counted in the set's cost when the check uses it).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FetchedIndex {
+    /// At most one byte past the header limit of the configuration it was fetched under.
+    pub bytes: std::sync::Arc<[u8]>,
+    /// What the hub said about it.
+    pub hub: HubInfo,
+    /// What fetching it cost.
+    pub cost: Cost,
 }
 
 /// A client that checks files by URL. Cheap to share between threads (`&Remote` is `Sync`).
@@ -653,16 +670,24 @@ impl Remote {
         }
     }
 
-    /// The bytes of the index at `address` (at most one byte past `config`'s header limit),
-    /// for a caller that needs the names of its shards.
-    pub fn fetch_index(&self, address: &str, config: &Config) -> Result<Vec<u8>, RemoteError> {
+    /// The index at `address` (at most one byte past `config`'s header limit), for a caller
+    /// that needs the names of its shards; handed to the set's check through
+    /// [`Known::indexes`], it is not fetched again.
+    pub fn fetch_index(&self, address: &str, config: &Config) -> Result<FetchedIndex, RemoteError> {
         let url = self.resolve(address)?;
         let deadline = Deadline::after(Some(self.options.total_timeout), Deadline::FILE);
         let mut session = Session::new(self, &url, deadline);
-        fetch::fetch_index_bytes(&mut session, &url, config).map_err(|e| RemoteError {
-            message: self.options.scrub(&e.message),
-            ..e
-        })
+        match fetch::fetch_index_bytes(&mut session, &url, config) {
+            Ok(bytes) => Ok(FetchedIndex {
+                bytes: bytes.into(),
+                hub: session.hub,
+                cost: session.cost,
+            }),
+            Err(e) => Err(RemoteError {
+                message: self.options.scrub(&e.message),
+                ..e
+            }),
+        }
     }
 
     fn resolve(&self, address: &str) -> Result<Url, RemoteError> {

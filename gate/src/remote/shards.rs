@@ -408,7 +408,15 @@ pub(super) fn check_index(
     known: &super::Known,
     on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
 ) -> Result<Found, RemoteError> {
-    let bytes = fetch::fetch_index_bytes(session, url, config)?;
+    // Fetched already by the repository's plan (same commit, same limit): not again.
+    let bytes: std::sync::Arc<[u8]> = match known.indexes.get(&url.file_name()) {
+        Some(f) => {
+            session.cost.add(&f.cost);
+            session.hub = f.hub.clone();
+            f.bytes.clone()
+        }
+        None => fetch::fetch_index_bytes(session, url, config)?.into(),
+    };
     let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known);
     let report = source.check(&bytes, config, on_shard);
     // The set's deadline passed is a timeout, whichever shard was under way.
