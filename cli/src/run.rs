@@ -308,8 +308,13 @@ impl Sink for InTurn<'_> {
         self.forward(|s| s.index_start(at, shard_dir, mode))
     }
 
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
-        self.forward(|s| s.shard(name, outcome))
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        via: Option<&Via>,
+    ) -> io::Result<()> {
+        self.forward(|s| s.shard(name, outcome, via))
     }
 
     fn index_end(

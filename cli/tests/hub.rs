@@ -658,6 +658,21 @@ fn a_set_in_a_dataset_repository_is_checked_with_its_listing() {
         "{}",
         index[0]
     );
+    // Each shard's record says, as a file's does, where it was fetched, what that cost and
+    // what the hub said: the commit of the listing for every one.
+    let shards = index[0]["shards"].as_array().expect("shards");
+    assert_eq!(shards.len(), 2, "{}", index[0]);
+    for s in shards {
+        let name = s["name"].as_str().expect("name");
+        assert!(
+            s["url"]
+                .as_str()
+                .is_some_and(|u| u.ends_with(&format!("/{name}"))),
+            "{s}"
+        );
+        assert!(s["cost"]["requests"].as_u64() >= Some(1), "{s}");
+        assert_eq!(s["commit"], index[0]["commit"], "{s}");
+    }
 }
 
 #[test]

@@ -128,8 +128,15 @@ pub trait Sink {
         mode: Option<ReadMode>,
     ) -> io::Result<()>;
 
-    /// One shard of the set begun last, in the index's order.
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()>;
+    /// One shard of the set begun last, in the index's order, and how it was read: for a set
+    /// named by URL, the shard's own URL, cost and what the server said about it (`None` for a
+    /// shard that was not read).
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        via: Option<&Via>,
+    ) -> io::Result<()>;
 
     /// The set's verdict, or why it has none (a shard or the directory could not be read).
     fn index_end(
@@ -576,9 +583,10 @@ impl Gate {
         };
         let mut written = sink.index_start(&at, &dir, Some(self.options.mode));
         let result = read_index(path, config).and_then(|bytes| {
+            let via = Via::Local(self.options.mode);
             index::check_index_with(&bytes, source, config, &mut |name, outcome| {
                 if written.is_ok() {
-                    written = sink.shard(name, outcome);
+                    written = sink.shard(name, outcome, Some(&via));
                 }
             })
         });
@@ -646,7 +654,7 @@ impl Gate {
             h
         };
         if !is_index {
-            let checked = client.check_known(url, config, depth, &known, &mut |_, _| {});
+            let checked = client.check_known(url, config, depth, &known, &mut |_, _, _| {});
             let via = Via::Remote {
                 resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
                 cost: checked.cost,
@@ -673,9 +681,14 @@ impl Gate {
             None => String::new(),
         };
         let mut written = sink.index_start(&at, &dir, None);
-        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome| {
+        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome, f| {
             if written.is_ok() {
-                written = sink.shard(name, outcome);
+                let via = f.map(|f| Via::Remote {
+                    resolved: f.url.clone(),
+                    cost: f.cost,
+                    hub: hub(&f.hub),
+                });
+                written = sink.shard(name, outcome, via.as_ref());
             }
         });
         let via = Via::Remote {

@@ -35,7 +35,7 @@ impl Sink for Collect {
     ) -> io::Result<()> {
         Ok(())
     }
-    fn shard(&mut self, _: &str, _: ShardOutcome<'_, '_>) -> io::Result<()> {
+    fn shard(&mut self, _: &str, _: ShardOutcome<'_, '_>, _: Option<&Via>) -> io::Result<()> {
         Ok(())
     }
     fn index_end(

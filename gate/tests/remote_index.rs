@@ -396,7 +396,7 @@ fn a_set_whose_every_shard_drips_ends_at_the_set_deadline() {
             &server.url("/set/model.safetensors.index.json"),
             &Config::default(),
             depth,
-            &mut |name, _| seen.push(name.to_owned()),
+            &mut |name, _, _| seen.push(name.to_owned()),
         );
         let e = match &check.outcome {
             Err(e) => e.clone(),
@@ -443,7 +443,7 @@ fn shards_are_fetched_a_few_at_a_time_and_reported_in_index_order() {
         &server.url("/set/model.safetensors.index.json"),
         &Config::default(),
         Depth::Header,
-        &mut |name, _| seen.push(name.to_owned()),
+        &mut |name, _, _| seen.push(name.to_owned()),
     );
     let got = match check.outcome {
         Ok(Found::Index(i)) => i,

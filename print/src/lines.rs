@@ -97,17 +97,25 @@ impl<W: Write> JsonLines<W> {
     }
 }
 
+/// `record` of a file or shard with how it was read: for one fetched from a server, its URL,
+/// cost and what the server said (the same fields for a file and for a shard of a set).
+fn fetched<'a>(record: FileRecord<'a>, via: Option<&'a Via>) -> FileRecord<'a> {
+    match via {
+        Some(Via::Remote {
+            resolved,
+            cost,
+            hub,
+        }) => record.with_remote(resolved, *cost).with_hub(hub.into()),
+        Some(Via::Local(_) | Via::Memory) | None => record,
+    }
+}
+
 impl<W: Write> Sink for JsonLines<W> {
     fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
-        let record = FileRecord::new(at.text, c, self.options_via(via));
-        let record = match via {
-            Via::Remote {
-                resolved,
-                cost,
-                hub,
-            } => record.with_remote(resolved, *cost).with_hub(hub.into()),
-            Via::Local(_) | Via::Memory => record,
-        };
+        let record = fetched(
+            FileRecord::new(at.text, c, self.options_via(via)),
+            Some(via),
+        );
         wire::write_line(&mut self.out, "file", &record)?;
         self.keep(|| record.row());
         Ok(())
@@ -130,7 +138,12 @@ impl<W: Write> Sink for JsonLines<W> {
         self.out.write_all(b",\"shards\":[")
     }
 
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        via: Option<&Via>,
+    ) -> io::Result<()> {
         let Some(index) = &mut self.index else {
             return Ok(());
         };
@@ -145,7 +158,8 @@ impl<W: Write> Sink for JsonLines<W> {
         };
         match outcome {
             ShardOutcome::Checked(c) => {
-                wire::write_json(&mut self.out, &FileRecord::shard(name, &path, c, opts))
+                let record = fetched(FileRecord::shard(name, &path, c, opts), via);
+                wire::write_json(&mut self.out, &record)
             }
             ShardOutcome::NotChecked(f) => {
                 wire::write_json(&mut self.out, &MissingShardRecord::new(name, &path, f))

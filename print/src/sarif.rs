@@ -777,7 +777,12 @@ impl<W: Write> Sink for SarifWriter<W> {
         Ok(())
     }
 
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        _via: Option<&Via>,
+    ) -> io::Result<()> {
         match (outcome, &self.open) {
             (ShardOutcome::Checked(c), Some(shards)) => {
                 let at = shards.location(name);

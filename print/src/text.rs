@@ -67,7 +67,12 @@ impl<W: Write> Sink for Text<W> {
         Ok(())
     }
 
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        _via: Option<&Via>,
+    ) -> io::Result<()> {
         let Some((dir, lines)) = &mut self.index else {
             return Ok(());
         };

@@ -335,8 +335,13 @@ impl Sink for Capture {
         self.lines.index_start(at, dir, mode)
     }
 
-    fn shard(&mut self, name: &str, outcome: ShardOutcome<'_, '_>) -> io::Result<()> {
-        self.lines.shard(name, outcome)
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        via: Option<&Via>,
+    ) -> io::Result<()> {
+        self.lines.shard(name, outcome, via)
     }
 
     fn index_end(

@@ -59,6 +59,8 @@ pub(super) enum EntryState {
 pub(super) struct Fetched {
     pub(super) result: Result<Checked<'static>, RemoteError>,
     pub(super) cost: Cost,
+    /// What the server said about the shard.
+    pub(super) hub: super::HubInfo,
     /// Header bytes of the budget held until the checker has handed the result on.
     pub(super) held: u64,
 }

@@ -476,6 +476,19 @@ pub struct Known {
     pub indexes: std::collections::HashMap<String, FetchedIndex>,
 }
 
+/// A shard of a set named by URL as it was fetched, handed on with its outcome: its address
+/// (as shown), what it cost, and what the server said about it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ShardFetch {
+    /// The shard's URL, as every output shows an address.
+    pub url: String,
+    /// What fetching (and reading) it cost.
+    pub cost: Cost,
+    /// What the server said about it: commit, entity tag, published SHA-256.
+    pub hub: HubInfo,
+}
+
 /// An index fetched ahead of its check: its bytes, what the hub said about it and what
 /// fetching it cost (counted in the set's cost when the check uses it).
 #[derive(Debug, Clone)]
@@ -601,7 +614,7 @@ impl Remote {
     /// Check the file or index at `address` (`http://`, `https://` or `hf://`) under `config`.
     /// Never panics; a server's misbehaviour is an `Err` outcome, never a verdict.
     pub fn check(&self, address: &str, config: &Config, depth: Depth) -> UrlCheck {
-        self.check_with(address, config, depth, &mut |_, _| {})
+        self.check_with(address, config, depth, &mut |_, _, _| {})
     }
 
     /// [`Remote::check`], handing each shard of an index to `on_shard` as it is checked (as
@@ -611,7 +624,7 @@ impl Remote {
         address: &str,
         config: &Config,
         depth: Depth,
-        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> UrlCheck {
         self.check_known(address, config, depth, &Known::default(), on_shard)
     }
@@ -623,7 +636,7 @@ impl Remote {
         config: &Config,
         depth: Depth,
         known: &Known,
-        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> UrlCheck {
         let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {

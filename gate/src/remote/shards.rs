@@ -29,7 +29,7 @@ use super::budget::{
 use super::deadline::Deadline;
 use super::fetch;
 use super::http::Session;
-use super::{Cost, Depth, ErrorKind, Found, IndexCheck, Remote, RemoteError};
+use super::{Cost, Depth, ErrorKind, Found, IndexCheck, Remote, RemoteError, ShardFetch};
 use stcheck::index::{check_shard_name, IndexReport, ShardOutcome, ShardSource};
 use stcheck::Checked;
 use stcheck::Config;
@@ -48,6 +48,9 @@ pub(super) struct RemoteShards<'r> {
     shared: Shared,
     /// What each shard handed to the checker cost, in the order checked.
     costs: Mutex<Vec<(String, Cost)>>,
+    /// The shard being handed to the checker now, as fetched: given to `on_shard` with its
+    /// outcome (the checker hands the outcome on while the shard is handed to it).
+    handed: Mutex<Option<ShardFetch>>,
     /// The kind of the failure that ended the set's check, if one did.
     failure: Mutex<Option<ErrorKind>>,
     /// What the repository's listing says: the index directory's files and their SHA-256.
@@ -77,6 +80,7 @@ impl<'r> RemoteShards<'r> {
                 window: workers.saturating_mul(2),
             },
             costs: Mutex::new(Vec::new()),
+            handed: Mutex::new(None),
             failure: Mutex::new(None),
             known: known.clone(),
         }
@@ -94,7 +98,7 @@ impl<'r> RemoteShards<'r> {
         &self,
         index: &[u8],
         config: &Config,
-        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> Result<IndexReport, ReadError> {
         let workers = self.remote.options.max_concurrent_shards.max(1);
         std::thread::scope(|s| {
@@ -116,7 +120,14 @@ impl<'r> RemoteShards<'r> {
             }
             // However the check ends, the planner and the workers stop with it.
             let _end = Ending(&self.shared);
-            super::verdict::index_verdict(index, self, config, on_shard)
+            super::verdict::index_verdict(index, self, config, &mut |name, outcome| {
+                let handed = self
+                    .handed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                on_shard(name, outcome, handed.as_ref());
+            })
         })
     }
 
@@ -232,6 +243,7 @@ impl<'r> RemoteShards<'r> {
         Fetched {
             result: result.map(|f| f.checked),
             cost: session.cost,
+            hub: session.hub,
             held,
         }
     }
@@ -307,6 +319,7 @@ impl<'r> RemoteShards<'r> {
                             "the fetch of this shard ended without a result",
                         )),
                         cost: Cost::default(),
+                        hub: super::HubInfo::default(),
                         held: 0,
                     };
                 }
@@ -350,6 +363,7 @@ fn timed_out(shared: &Shared) -> Fetched {
     Fetched {
         result: Err(shared.deadline.passed()),
         cost: Cost::default(),
+        hub: super::HubInfo::default(),
         held: 0,
     }
 }
@@ -381,6 +395,11 @@ impl ShardSource for RemoteShards<'_> {
             .push((name.to_owned(), fetched.cost));
         match fetched.result {
             Ok(checked) => {
+                *self.handed.lock().unwrap_or_else(PoisonError::into_inner) = Some(ShardFetch {
+                    url: self.index.sibling(name).shown(),
+                    cost: fetched.cost,
+                    hub: fetched.hub,
+                });
                 f(checked);
                 Ok(())
             }
@@ -406,7 +425,7 @@ pub(super) fn check_index(
     config: &Config,
     depth: Depth,
     known: &super::Known,
-    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>),
+    on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
 ) -> Result<Found, RemoteError> {
     // Fetched already by the repository's plan (same commit, same limit): not again.
     let bytes: std::sync::Arc<[u8]> = match known.indexes.get(&url.file_name()) {
