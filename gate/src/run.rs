@@ -201,7 +201,8 @@ pub struct Gate {
     /// What the listings of the run's repositories say, by directory at a commit
     /// (`hf://org/repo@COMMIT/dir`): the directory's safetensors files and their SHA-256.
     #[cfg(feature = "remote")]
-    listed: std::sync::Mutex<std::collections::HashMap<String, crate::remote::Known>>,
+    listed:
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<crate::remote::Known>>>,
 }
 
 impl Gate {
@@ -359,7 +360,7 @@ impl Gate {
                     Some(k) => k,
                     None => continue,
                 };
-                listed.insert(key, known);
+                listed.insert(key, std::sync::Arc::new(known));
             }
         }
         let before = out.len();
@@ -395,11 +396,12 @@ impl Gate {
         }
     }
 
-    /// What the run's listings say about the file or index at `address`.
+    /// What the run's listings say about the file or index at `address`: shared, not copied
+    /// (a directory of the hub can list many thousands of files, each checked on its own).
     #[cfg(feature = "remote")]
-    fn known(&self, address: &str) -> crate::remote::Known {
+    fn known(&self, address: &str) -> std::sync::Arc<crate::remote::Known> {
         let Some(key) = HfDirKey::of_file(address) else {
-            return crate::remote::Known::default();
+            return std::sync::Arc::default();
         };
         self.listed
             .lock()
