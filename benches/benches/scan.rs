@@ -7,7 +7,10 @@
 //! `scan/deep+sha256-2threads` hashes on one thread while the other scans.
 //!
 //! `scan/baseline-2threads` sums the mapping's words on 2 threads (the bandwidth floor of the
-//! 2-thread scans), and the `scan/read-*` benchmarks check the same file the default way,
+//! 2-thread scans; the map is made once and its page tables stay filled between iterations),
+//! `scan/baseline-fresh-map-2threads` does the same over a new map each time (what a check of a
+//! file that maps it pays: the map's page tables are filled again), `scan/mmap-deep-2threads`
+//! is `check_file` with [`stcheck::ReadMode::Mmap`] (`--mmap`), and the `scan/read-*` benchmarks check the same file the default way,
 //! without a map: `check_file` with [`stcheck::ReadMode::Read`], whose data region is read
 //! with `pread` in blocks by each scanning thread (so a file truncated under it is an error,
 //! never `SIGBUS`). `scan/pread-only-2threads` is their floor: the same reads with nothing
@@ -154,6 +157,14 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> usize {
     std::os::windows::fs::FileExt::seek_read(file, buf, at).expect("read the bench file")
 }
 
+/// [`baseline_threads`] over a new map of `file`: what any mapped check of a file pays (the
+/// map, and the page tables filled as the threads touch it), where `baseline-2threads` sums a
+/// map made once, its page tables already filled.
+fn fresh_map_threads(file: &File, threads: usize) -> u64 {
+    let map = stcheck::map(file).expect("map the bench file");
+    baseline_threads(&map, threads)
+}
+
 /// [`baseline`] on `threads` threads, each summing its share of the words.
 fn baseline_threads(bytes: &[u8], threads: usize) -> u64 {
     let share = bytes.len().div_ceil(threads).div_ceil(8) * 8;
@@ -208,14 +219,21 @@ fn scan_bench(c: &mut Criterion) {
     g.bench_function("baseline-2threads", |b| {
         b.iter(|| black_box(baseline_threads(black_box(bytes), 2)))
     });
-    let read = |config: &Config| {
-        stcheck::check_file(&file, config, stcheck::ReadMode::Read, |checked| {
+    g.bench_function("baseline-fresh-map-2threads", |b| {
+        b.iter(|| black_box(fresh_map_threads(&file, 2)))
+    });
+    let check = |config: &Config, mode: stcheck::ReadMode| {
+        stcheck::check_file(&file, config, mode, |checked| {
             let deep = checked.deep.expect("bench file scans clean");
             assert_eq!(deep.bytes_scanned, report.data_len());
             deep
         })
         .expect("read the bench file")
     };
+    let read = |config: &Config| check(config, stcheck::ReadMode::Read);
+    g.bench_function("mmap-deep-2threads", |b| {
+        b.iter(|| black_box(check(&two, stcheck::ReadMode::Mmap)))
+    });
     g.bench_function("pread-only-2threads", |b| {
         b.iter(|| black_box(pread_threads(&file, bytes.len() as u64, 2)))
     });
