@@ -57,7 +57,8 @@ export interface StreamOptions extends Options {
 export interface UrlOptions extends StreamOptions {
   /** The fetch to use (default: globalThis.fetch). */
   fetch?: typeof fetch;
-  /** Extra request headers. */
+  /** Extra request headers: in Node sent only to the URL's own origin (redirects are followed
+   * by the wrapper); in a browser, the browser's redirect rules apply. */
   headers?: HeadersInit;
   /** The first request's length in bytes (default 64 KiB). */
   firstFetch?: number;

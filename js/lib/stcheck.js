@@ -242,6 +242,8 @@ export async function checkBlob(blob, options = {}) {
 
 const FIRST_FETCH = 64 * 1024;
 const MAX_RANGE_REQUESTS = 8;
+/** The most redirects one request follows (in Node, where the wrapper follows them). */
+const MAX_REDIRECTS = 10;
 
 function parseContentRange(v) {
   const m = /^\s*bytes\s+(?:(\d+)-(\d+)|\*)\/(\d+|\*)\s*$/i.exec(v ?? "");
@@ -321,15 +323,49 @@ export async function checkUrl(url, options = {}) {
   };
   const scrub = (m) => guard(() => api.scrubUrlIn(String(m), href));
   const fail = (m, reason = "io") => { throw new NotCheckedError(scrub(`${shown}: ${m}`), reason); };
+  let redirects = 0;
+  let home;
+  try {
+    home = new URL(href).origin;
+  } catch {
+    fail("not a URL");
+  }
+  // In Node the wrapper follows redirects itself, as the CLI does, so that `options.headers`
+  // (credentials, often) go only to the URL's own origin; fetch would send every header but
+  // Authorization on to a redirect's origin (a CDN, another host). A browser does not show
+  // redirects to a page (an opaque response): there the browser follows them.
+  const manual = IS_NODE;
   const get = async (range) => {
-    requests += 1;
-    const headers = new Headers(options.headers ?? {});
-    if (range) headers.set("Range", `bytes=${range[0]}-${range[1]}`);
-    headers.set("Accept-Encoding", "identity");
-    try {
-      return await doFetch(href, { headers, signal: options.signal, redirect: "follow" });
-    } catch (e) {
-      fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`);
+    let target = href;
+    for (let hop = 0; ; hop += 1) {
+      requests += 1;
+      const own = new URL(target).origin === home;
+      const headers = new Headers(own ? (options.headers ?? {}) : {});
+      if (range) headers.set("Range", `bytes=${range[0]}-${range[1]}`);
+      headers.set("Accept-Encoding", "identity");
+      let resp;
+      try {
+        resp = await doFetch(target, { headers, signal: options.signal, redirect: manual ? "manual" : "follow" });
+      } catch (e) {
+        fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`);
+      }
+      if (!manual || ![301, 302, 303, 307, 308].includes(resp.status)) {
+        if (resp.type === "opaqueredirect") fail("the fetch given hides redirects (an opaque redirect response)");
+        return resp;
+      }
+      await resp.body?.cancel().catch(() => {});
+      const location = resp.headers.get("location");
+      if (!location) fail(`HTTP ${resp.status} without a Location header`);
+      if (hop >= MAX_REDIRECTS) fail(`more than ${MAX_REDIRECTS} redirects`);
+      let next;
+      try {
+        next = new URL(location, target);
+      } catch {
+        fail(`HTTP ${resp.status} to an address that is not a URL`);
+      }
+      if (next.protocol !== "http:" && next.protocol !== "https:") fail(`a redirect to a ${next.protocol} address`);
+      target = next.href;
+      redirects += 1;
     }
   };
   try {
@@ -392,7 +428,7 @@ export async function checkUrl(url, options = {}) {
       fail(`unexpected HTTP ${resp.status} to a range request`);
     }
     const path = options.path ?? shown;
-    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes)), options);
+    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects)), options);
   } finally {
     stream?.free?.();
   }

@@ -304,9 +304,16 @@ impl Stream {
     /// The record of a file fetched from `url` with `requests` requests that brought `bytes`
     /// body bytes (envelope JSON), as `stcheck --json URL` writes it.
     #[wasm_bindgen(js_name = finishRemote)]
-    pub fn finish_remote(&mut self, path: &str, url: &str, requests: u32, bytes: f64) -> String {
+    pub fn finish_remote(
+        &mut self,
+        path: &str,
+        url: &str,
+        requests: u32,
+        bytes: f64,
+        redirects: u32,
+    ) -> String {
         let checked = self.take_checked();
-        let cost = RemoteCost::new(requests, length(bytes).unwrap_or(0));
+        let cost = RemoteCost::new(requests, length(bytes).unwrap_or(0)).with_repeats(redirects, 0);
         finish_record(checked, path, &self.resolved, Some((url, cost)))
     }
 }

@@ -95,7 +95,7 @@ before(async () => {
     const url = new URL(req.url, "http://127.0.0.1");
     const [, mode, ...rest] = url.pathname.split("/");
     const path = decodeURIComponent(rest.join("/"));
-    log.push({ mode, path, range: req.headers.range ?? null });
+    log.push({ mode, path, range: req.headers.range ?? null, secret: req.headers["x-secret"] ?? null });
     let bytes;
     try {
       bytes = corpusBytes(path);
@@ -213,4 +213,48 @@ test("no secret of an address is shown: user information, query and fragment", {
   }
   const text = shown.join("\n");
   for (const s of secrets) assert.ok(!text.includes(s), `${s} in ${text}`);
+});
+
+test("in Node, redirects are followed by the wrapper and headers go only to the URL's own origin", { timeout: 60_000 }, async () => {
+  const valid = "valid/layout/mixed-aligned.safetensors";
+  // Another origin (another port): a redirector in front of the test server, which records
+  // the headers every request brings.
+  const seen = [];
+  const hops = new Map();
+  const front = createServer((req, res) => {
+    seen.push({ url: req.url, secret: req.headers["x-secret"] ?? null, auth: req.headers.authorization ?? null });
+    if (req.url.startsWith("/loop")) {
+      res.writeHead(302, { location: `/loop${Number(req.url.slice(5) || 0) + 1}` });
+      return res.end();
+    }
+    if (req.url === "/nowhere") {
+      res.writeHead(302);
+      return res.end();
+    }
+    hops.set(req.url, (hops.get(req.url) ?? 0) + 1);
+    res.writeHead(307, { location: url("range", valid) });
+    res.end();
+  });
+  await new Promise((ok) => front.listen(0, "127.0.0.1", ok));
+  const other = `http://127.0.0.1:${front.address().port}`;
+  try {
+    log.length = 0;
+    const r = await st.checkUrl(`${other}/x.safetensors`, { headers: { "x-secret": "s3cr3t", authorization: "Bearer t0k" } });
+    assert.equal(r.status, "valid");
+    // Its own origin got the headers; the test server (another origin) never did.
+    assert.ok(seen.length >= 1 && seen.every((s) => s.secret === "s3cr3t" && s.auth === "Bearer t0k"), JSON.stringify(seen));
+    assert.ok(log.length >= 1 && log.every((l) => l.secret === null), JSON.stringify(log));
+    assert.equal(r.cost.redirects, seen.length);
+    assert.equal(r.cost.requests, seen.length + log.length);
+    // A redirect loop and a redirect to nowhere: not checked, with the reason.
+    await assert.rejects(st.checkUrl(`${other}/loop0`), (e) => {
+      assert.ok(e instanceof st.NotCheckedError, String(e));
+      assert.match(e.message, /more than 10 redirects/);
+      return true;
+    });
+    await assert.rejects(st.checkUrl(`${other}/nowhere`), /without a Location header/);
+  } finally {
+    front.closeAllConnections?.();
+    await new Promise((ok) => front.close(ok));
+  }
 });
