@@ -17,9 +17,9 @@
 //!
 //! The loader ([`Runner::open`], [`open_index_checked`]) hands over what it keeps of each file
 //! it found valid, in one of two forms. By default, the whole file *read* into a new buffer (a
-//! `bytearray`, or from 256 KiB on a numpy `uint8` array over an anonymous map populated in one
-//! call, see [`new_buffer`]) with ordinary reads (`pread`), and checked there: the length field and header
-//! are read and checked first (an invalid file is never read further), then the rest is read
+//! `bytearray`, or from 256 KiB on a numpy `uint8` array over an anonymous map populated in
+//! one call, see [`new_buffer`]) with ordinary reads (`pread`), and checked there: the length
+//! field and header are read and checked first (an invalid file is never read further), then the rest is read
 //! into the same buffer and, when the options read the data, the deep rules run over that very
 //! buffer. The arrays Python builds from it hold exactly the bytes that were checked, and
 //! nothing done to the file afterwards reaches them. Otherwise, a [`CheckedFile`]: the open
@@ -446,11 +446,11 @@ fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<R
 #[pyfunction]
 fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Record> {
     let run = Run::new(opts, None)?;
-    let target = py
-        .detach(|| one_url_target(&run, &url))
-        .map_err(PyValueError::new_err)?;
-    let mut records = py.detach(|| check_all(&run, &[target], |o| o.record()));
-    Ok(records.remove(0))
+    py.detach(|| {
+        let target = one_url_target(&run, &url)?;
+        Ok::<_, String>(check_all(&run, &[target], |o| o.record()).remove(0))
+    })
+    .map_err(PyValueError::new_err)
 }
 
 /// The one target `url` names, or why a call that checks one target cannot take it: a whole
@@ -584,30 +584,31 @@ fn check_columns<'py>(
 fn columns<'py>(py: Python<'py>, records: &[(Row, String)]) -> PyResult<Bound<'py, PyDict>> {
     let rows = || records.iter().map(|(r, _)| r);
     let out = PyDict::new(py);
-    out.set_item("type", PyList::new(py, rows().map(|r| r.kind))?)?;
-    out.set_item("path", PyList::new(py, rows().map(|r| r.path.as_str()))?)?;
-    out.set_item("status", PyList::new(py, rows().map(|r| r.status))?)?;
-    out.set_item("rule", PyList::new(py, rows().map(|r| r.rule))?)?;
-    out.set_item("offset", PyList::new(py, rows().map(|r| r.offset))?)?;
-    out.set_item(
+    let put = |name: &str, list: PyResult<Bound<'py, PyList>>| out.set_item(name, list?);
+    put("type", PyList::new(py, rows().map(|r| r.kind)))?;
+    put("path", PyList::new(py, rows().map(|r| r.path.as_str())))?;
+    put("status", PyList::new(py, rows().map(|r| r.status)))?;
+    put("rule", PyList::new(py, rows().map(|r| r.rule)))?;
+    put("offset", PyList::new(py, rows().map(|r| r.offset)))?;
+    put(
         "tensor",
-        PyList::new(py, rows().map(|r| r.tensor.as_deref()))?,
+        PyList::new(py, rows().map(|r| r.tensor.as_deref())),
     )?;
-    out.set_item(
+    put(
         "message",
-        PyList::new(py, rows().map(|r| r.message.as_deref()))?,
+        PyList::new(py, rows().map(|r| r.message.as_deref())),
     )?;
-    out.set_item("reason", PyList::new(py, rows().map(|r| r.reason))?)?;
-    out.set_item("size", PyList::new(py, rows().map(|r| r.size))?)?;
-    out.set_item("tensors", PyList::new(py, rows().map(|r| r.tensors))?)?;
-    out.set_item("parameters", PyList::new(py, rows().map(|r| r.parameters))?)?;
-    out.set_item(
+    put("reason", PyList::new(py, rows().map(|r| r.reason)))?;
+    put("size", PyList::new(py, rows().map(|r| r.size)))?;
+    put("tensors", PyList::new(py, rows().map(|r| r.tensors)))?;
+    put("parameters", PyList::new(py, rows().map(|r| r.parameters)))?;
+    put(
         "sha256",
-        PyList::new(py, rows().map(|r| r.sha256.as_deref()))?,
+        PyList::new(py, rows().map(|r| r.sha256.as_deref())),
     )?;
-    out.set_item(
+    put(
         "record",
-        PyList::new(py, records.iter().map(|(_, l)| l.as_str()))?,
+        PyList::new(py, records.iter().map(|(_, l)| l.as_str())),
     )?;
     Ok(out)
 }
@@ -915,11 +916,12 @@ fn check_kept<T>(
 /// A record, and what the loader takes over.
 type Opened<T> = (String, Option<i32>, T);
 
-/// A shard's name, and what the loader keeps of it (a numpy `uint8` array or a [`CheckedFile`]).
+/// A shard's name, and what the loader keeps of it (its [`read_checked`] buffer or a
+/// [`CheckedFile`]).
 type Named = (String, Py<PyAny>);
 
 /// Check one file and, if it is valid, keep what the loader keeps of it (see the module
-/// documentation): the whole file read into a numpy array and checked there with `read`, else
+/// documentation): the whole file read into a buffer and checked there with `read`, else
 /// the [`CheckedFile`] that was checked. [`Runner::open`] hands both to Python.
 fn open_file(run: &Run, path: &Path, keep: Keep) -> (Outcome, Option<Kept>) {
     let shown = stcheck_gate::shown_path(path);
@@ -1075,7 +1077,7 @@ impl Runner {
     }
 
     /// The loader's check of one file ([`open_file`]): its record, and what is kept of a
-    /// valid file (a numpy `uint8` array of it, read and checked, with `read`, else the open file).
+    /// valid file (a buffer of it, read and checked, with `read`, else the open file).
     fn open(
         &self,
         py: Python<'_>,

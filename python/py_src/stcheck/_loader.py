@@ -9,8 +9,8 @@ only a valid file's tensors are handed out, at the offsets the check validated.
 the file (``stcheck::fs::open_regular``), read its length field and header with ordinary reads
 (``pread``) and check them, then read the whole file into one buffer (a ``bytearray``, or from
 256 KiB on a numpy ``uint8`` array over an anonymous map that the kernel populates in one call:
-about twice as fast to fill as a ``bytearray``, and with no file behind it) and, with the deep scan, check exactly that buffer. Each array is a
-``numpy.frombuffer`` view of it: writable (as
+about twice as fast to fill as a ``bytearray``, and with no file behind it) and, with the deep
+scan, check exactly that buffer. Each array is a ``numpy.frombuffer`` view of it: writable (as
 ``safetensors.numpy``'s are), and holding the very bytes that were checked, so nothing done to
 the file afterwards (a truncation, a re-download in place, a rewrite) reaches them.
 ``safe_open`` checks the header the same way and keeps the checked file open (the same inode,
@@ -36,8 +36,9 @@ F6_E2M3 and F6_E3M2 have no numpy type and raise ``TypeError`` for that tensor.
 
 **Torch.** ``framework="pt"`` gives ``torch.Tensor``s from the same checked bytes:
 ``torch.frombuffer`` of the buffer (or map) at the validated offset, reshaped (numpy only
-allocated the buffer); every dtype the installed torch has; ``device=`` as ``safetensors.torch`` takes it
-(made on the CPU, then moved). torch is optional: without it, ``ModuleNotFoundError`` names it.
+allocated the buffer); every dtype the installed torch has; ``device=`` as
+``safetensors.torch`` takes it (made on the CPU, then moved). torch is optional: without it,
+``ModuleNotFoundError`` names it.
 
 **Tensor descriptions** come from the native check as ``(name, dtype, shape, file offset,
 elements, bytes)`` tuples (``_native.Outcome.specs``): one ``frombuffer`` per tensor, no
@@ -366,8 +367,9 @@ def _valid(outcome: Any) -> Report:
 
 
 def _shard(report: Report, kept: Any, how: str, specs: Optional[List[Spec]] = None) -> _Shard:
-    """A checked file, as the native module kept it: a buffer (numpy ``uint8``) of the whole file (read
-    and checked there), or the open ``CheckedFile`` that was checked, to read from or map."""
+    """A checked file, as the native module kept it: a buffer of the whole file (a ``bytearray``
+    or a numpy ``uint8`` array; read and checked there), or the open ``CheckedFile`` that was
+    checked, to read from or map."""
     if specs is None:
         specs = [_spec(t) for t in report.tensors]
     if not isinstance(kept, _native.CheckedFile):
