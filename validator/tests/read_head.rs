@@ -222,3 +222,36 @@ fn a_shard_that_changes_during_a_deep_check_leaves_the_set_not_checked() {
         }
     }
 }
+
+#[test]
+fn a_header_past_the_first_read_is_read_whole_and_a_cut_inside_it_is_a_change() {
+    // 2,000 tensors: a header of about 90 KB, read past the first 16 KiB straight into the
+    // checker's buffer.
+    let bytes = file_of(2_000);
+    assert!(header_end(&bytes) > 64 * 1024);
+    let path = scratch("large-header.safetensors", &bytes);
+    let file = File::open(&path).expect("open scratch file");
+    let config = Config::default();
+    let whole = stcheck::validate(&bytes, &config).expect("valid");
+    // Read, then a stream read of the same open file: the header read leaves the file's
+    // position where it was, so the stream starts at the file's start.
+    for mode in [ReadMode::Read, ReadMode::Stream, ReadMode::Read] {
+        let n = stcheck::check_file(&file, &config, mode, |c| c.verdict.map(|r| r.len()))
+            .expect("checked")
+            .expect("valid");
+        assert_eq!(n, whole.len(), "{mode:?}");
+    }
+    // Cut inside the header after the stamp was taken: not checked.
+    let opened = FileStamp::of(&file).expect("ok");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("ok")
+        .set_len(40_000)
+        .expect("ok");
+    let e = stcheck::check_opened(&file, &opened, &config, ReadMode::Read, &|_: u64| {}, |c| {
+        c.is_valid()
+    })
+    .expect_err("a cut header is not checked");
+    assert_eq!(e.kind(), ReadErrorKind::Changed, "{e}");
+}
