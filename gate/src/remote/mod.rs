@@ -66,6 +66,7 @@ mod deadline;
 mod fetch;
 mod http;
 mod hub;
+pub(crate) mod plan;
 mod said;
 mod shards;
 mod verdict;
@@ -335,7 +336,7 @@ impl Depth {
     }
 }
 
-pub use crate::run::Cost;
+pub use crate::event::Cost;
 
 /// The kind of a [`RemoteError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
