@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use stcheck::index;
 use stcheck::{Config, Profile, ReadError, ReadErrorKind};
 
-use super::{Known, Remote};
+use super::{ErrorKind, Known, Remote, RemoteError};
 use crate::event::{Done, HubInfo, Place, Shown, Sink, Unchecked, Via};
 use crate::options::RunOptions;
 use crate::walk::Target;
@@ -24,7 +24,7 @@ const PREFETCHED_INDEX_BYTES: usize = 8 << 20;
 /// safetensors files and their SHA-256.
 #[derive(Debug, Default)]
 pub(crate) struct Urls {
-    client: OnceLock<Result<Remote, String>>,
+    client: OnceLock<Result<Remote, RemoteError>>,
     listed: Mutex<HashMap<String, Arc<Known>>>,
 }
 
@@ -65,9 +65,7 @@ impl Urls {
         use crate::fs::{checkpoint_kind, other_format, Checkpoint, NotChecked};
         use std::collections::{BTreeMap, HashSet};
         use std::ffi::OsStr;
-        let fail = |m: String| {
-            Target::UrlNotChecked(address.to_owned(), ReadError::new(ReadErrorKind::Io, m))
-        };
+        let fail = |e: RemoteError| Target::UrlNotChecked(address.to_owned(), e.into());
         let client = match self.client(o) {
             Ok(c) => c,
             Err(e) => return out.push(fail(e)),
@@ -85,10 +83,8 @@ impl Urls {
         let listing = match client.list_repository(address, &keep) {
             Ok(l) => l,
             Err(e) => {
-                return out.push(fail(format!(
-                    "could not list the repository's files: {}",
-                    e.message()
-                )))
+                let message = format!("could not list the repository's files: {}", e.message);
+                return out.push(fail(RemoteError { message, ..e }));
             }
         };
         let mut files = listing.files.clone();
@@ -187,7 +183,7 @@ impl Urls {
             .unwrap_or_default()
     }
 
-    fn client(&self, o: &RunOptions) -> Result<&super::Remote, String> {
+    fn client(&self, o: &RunOptions) -> Result<&super::Remote, RemoteError> {
         self.client
             .get_or_init(|| remote_client(o))
             .as_ref()
@@ -212,7 +208,7 @@ impl Urls {
         let client = match self.client(o) {
             Ok(c) => c,
             Err(e) => {
-                let e = ReadError::new(ReadErrorKind::Io, e);
+                let e = ReadError::from(e);
                 return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
             }
         };
@@ -244,8 +240,7 @@ impl Urls {
                 cost: checked.cost,
                 hub: hub(&checked.hub),
             };
-            if let Some(m) = moved(&pinned, &checked.hub) {
-                let e = ReadError::new(ReadErrorKind::Io, m);
+            if let Some(e) = moved(&pinned, &checked.hub) {
                 return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
             }
             return match &checked.outcome {
@@ -255,7 +250,7 @@ impl Urls {
                     Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink)
                 }
                 Err(e) => {
-                    let e = ReadError::new(ReadErrorKind::Io, e.message());
+                    let e = ReadError::from(e.clone());
                     Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink)
                 }
             };
@@ -280,30 +275,34 @@ impl Urls {
             cost: checked.cost,
             hub: hub(&checked.hub),
         };
-        let result = match checked.outcome {
-            Ok(_) if moved(&pinned, &checked.hub).is_some() => Err(ReadError::new(
-                ReadErrorKind::Io,
-                moved(&pinned, &checked.hub).unwrap_or_default(),
-            )),
-            Ok(Found::Index(ic)) => Ok(ic.report),
-            Ok(Found::File(_)) => Err(ReadError::new(
+        let result = match (checked.outcome, moved(&pinned, &checked.hub)) {
+            (Ok(_), Some(e)) => Err(e),
+            (Ok(Found::Index(ic)), None) => Ok(ic.report),
+            (Ok(Found::File(_)), None) => Err(ReadError::new(
                 ReadErrorKind::Io,
                 "a file where an index was named",
             )),
-            Err(e) => Err(ReadError::new(ReadErrorKind::Io, e.message())),
+            (Err(e), _) => Err(e.into()),
         };
         Done::index(profile, &at, result.as_ref(), &via, written, sink)
     }
 }
 
 /// Why a file requested at commit `pinned` is not that commit's: the hub said it served
-/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit.
-fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<String> {
+/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit: a read error
+/// with the code `"commit_moved"`.
+fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<ReadError> {
     match (pinned, &hub.commit) {
-        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(format!(
-            "requested at commit {p}, the server answered with commit {c} (X-Repo-Commit): \
-             not the bytes asked for"
-        )),
+        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(
+            ReadError::new(
+                ReadErrorKind::Io,
+                format!(
+                    "requested at commit {p}, the server answered with commit {c} \
+                     (X-Repo-Commit): not the bytes asked for"
+                ),
+            )
+            .with_code("commit_moved"),
+        ),
         _ => None,
     }
 }
@@ -343,7 +342,7 @@ impl HfDirKey {
 
 /// The client of a run's URLs: `HF_TOKEN` / `HF_ENDPOINT` from the environment, the run's
 /// headers, CA file and deadline.
-fn remote_client(o: &RunOptions) -> Result<super::Remote, String> {
+fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
     use super::{Remote, RemoteOptions};
     let mut opts = RemoteOptions::from_env();
     for (name, value) in &o.headers {
@@ -352,7 +351,7 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, String> {
                 crate::options::Face::Python => "headers=",
                 _ => "--header",
             };
-            format!("{option}: {e}")
+            RemoteError::new(ErrorKind::Setup, format!("{option}: {e}"))
         })?;
     }
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
@@ -365,9 +364,11 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, String> {
         opts.stream_timeout = Some(t);
     }
     if let Some(path) = &o.ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("CA file {}: {e}", crate::fs::display_path(path)))?;
+        let pem = std::fs::read(path).map_err(|e| {
+            let message = format!("CA file {}: {e}", crate::fs::display_path(path));
+            RemoteError::new(ErrorKind::Setup, message)
+        })?;
         opts = opts.ca_bundle_pem(pem);
     }
-    Remote::new(opts).map_err(|e| e.to_string())
+    Remote::new(opts)
 }
