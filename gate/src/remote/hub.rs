@@ -32,7 +32,7 @@ use super::address::{HfAddress, Url};
 use super::http::{read_up_to, Deadline, Session};
 use super::said::{clean, is_commit, is_sha256_hex};
 use super::{Cost, ErrorKind, Remote, RemoteError};
-pub use crate::run::HubInfo;
+pub use crate::event::HubInfo;
 
 /// Most pages of a tree listing.
 pub const MAX_PAGES: u32 = 1_000;
