@@ -38,7 +38,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let o = match command {
         Command::Help => {
-            let _ = io::stdout().write_all(args::HELP.as_bytes());
+            let _ = io::stdout().write_all(args::help().as_bytes());
             return ExitCode::SUCCESS;
         }
         Command::Version => {
