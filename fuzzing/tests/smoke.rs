@@ -330,3 +330,37 @@ fn content_range_on_seeded_values() {
     }
     assert!(parsed > 10, "only {parsed} values parsed");
 }
+
+#[test]
+fn remote_range_target_on_seeded_scripts() {
+    let mut rng = Rng::new(0x5eed_000c);
+    let (mut verdicts, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let file = if rng.below(2) == 0 {
+            fuzzing::smoke_file(&mut rng)
+        } else {
+            Structured::generate(&mut rng).model.serialize()
+        };
+        let n = rng.below(9) as u8;
+        let mut input = vec![rng.below(8) as u8, n];
+        // Honest answers half the time, so that verdicts are reached.
+        for _ in 0..n {
+            let answer = if rng.below(2) == 0 {
+                0
+            } else {
+                rng.below(12) as u8
+            };
+            input.push(answer);
+        }
+        input.extend(&file);
+        if fuzzing::check_remote_range(&input) {
+            verdicts += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        verdicts > 50 && refused > 50,
+        "{verdicts} verdicts, {refused} refusals"
+    );
+}
