@@ -53,6 +53,7 @@ const TOOL: Tool = Tool {
     name: "stconform",
     usage: USAGE,
     config: "conformance/adapters.json",
+    embedded_config: include_str!("../../adapters.json"),
     adapter: "adapter",
     item: "case",
 };
