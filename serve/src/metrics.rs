@@ -24,7 +24,7 @@ pub(crate) struct Metrics {
     rules: Mutex<BTreeMap<&'static str, u64>>,
     /// Stream bytes read (chunk payloads and request bodies).
     pub(crate) bytes_read: AtomicU64,
-    /// Streams being read or waiting for a worker.
+    /// Streams being read, each with a worker.
     pub(crate) in_flight: AtomicUsize,
     /// Streams waiting for a worker.
     pub(crate) queued: AtomicUsize,
@@ -119,7 +119,7 @@ impl Metrics {
         let gauges = [
             (
                 "stcheck_streams_in_flight",
-                "Streams being read or waiting for a worker.",
+                "Streams being read, each with a worker.",
                 self.in_flight.load(Relaxed) as u64,
             ),
             (
@@ -175,8 +175,7 @@ impl Metrics {
             "POOLS: 1\n\nSTATE: VALID PRIMARY\nTHREADS: live {} idle {} max {}\n\
              QUEUE: {} items\nVERDICTS: valid {valid} invalid {invalid} not-checked {not_checked}\n\
              BYTES: {}\n",
-            self.in_flight.load(Relaxed)
-                - self.queued.load(Relaxed).min(self.in_flight.load(Relaxed)),
+            self.in_flight.load(Relaxed),
             limits.workers.saturating_sub(self.in_flight.load(Relaxed)),
             limits.workers,
             self.queued.load(Relaxed),

@@ -874,6 +874,13 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
         );
         return r;
     };
+    let mut left = Left {
+        shared: sh,
+        check: &check,
+        started,
+        bytes: 0,
+        answered: false,
+    };
     let mut body = req.into_body();
     let mut stream = Some(check.stream());
     let mut decided: Option<Outcome> = None;
@@ -888,8 +895,10 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
                     continue;
                 };
                 total = total.saturating_add(data.len() as u64);
+                left.bytes = total;
                 if total > limits.max_stream {
                     let outcome = too_large(total);
+                    left.answered = true;
                     sh.log("http", &outcome, total, started.elapsed());
                     return record_response(&outcome, StatusCode::PAYLOAD_TOO_LARGE, true);
                 }
@@ -903,7 +912,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
                 continue;
             }
             Ok(Some(Err(_))) => {
-                sh.metrics.cut_off.fetch_add(1, Relaxed);
+                // Counted by `left` when it is dropped.
                 (
                     "the request body was cut off before its end",
                     StatusCode::BAD_REQUEST,
@@ -921,8 +930,13 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
         let outcome = match decided {
             // A verdict known before the body failed stands.
             Some(o) => o,
+            // A client gone is counted and logged by `left`.
+            None if code == StatusCode::BAD_REQUEST => {
+                return record_response(&fail(ReadErrorKind::Io, why), code, true)
+            }
             None => fail(ReadErrorKind::Io, why),
         };
+        left.answered = true;
         sh.log("http", &outcome, total, started.elapsed());
         return record_response(&outcome, code, true);
     }
@@ -932,6 +946,32 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
         (None, None) => fail(ReadErrorKind::Io, "no verdict"),
     };
     drop(slot);
+    left.answered = true;
     sh.log("http", &outcome, total, started.elapsed());
     record_response(&outcome, StatusCode::INTERNAL_SERVER_ERROR, false)
+}
+
+/// An HTTP upload until it is answered: dropped before (hyper drops a request whose client
+/// went away, or the body failed), it counts as cut off, with a not-checked verdict logged.
+struct Left<'a> {
+    shared: &'a Shared,
+    check: &'a Check,
+    started: Instant,
+    bytes: u64,
+    answered: bool,
+}
+
+impl Drop for Left<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let sh = self.shared;
+        sh.metrics.cut_off.fetch_add(1, Relaxed);
+        let why = "the client went away before the body's end";
+        let outcome = self
+            .check
+            .unchecked(&stcheck::ReadError::new(ReadErrorKind::Io, why));
+        sh.log("http", &outcome, self.bytes, self.started.elapsed());
+    }
 }
