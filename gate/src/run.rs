@@ -282,7 +282,9 @@ impl Gate {
     /// The targets of the repository at `address`.
     #[cfg(feature = "remote")]
     fn repository(&self, address: &str, out: &mut Vec<Target>) {
-        use crate::fs::{checkpoint_kind, other_format, Checkpoint, NotChecked};
+        use crate::fs::{
+            checkpoint_kind, describe_other_format, other_format, Checkpoint, NotChecked,
+        };
         use std::collections::{BTreeMap, HashSet};
         use std::ffi::OsStr;
         let fail = |m: String| {
@@ -376,9 +378,10 @@ impl Gate {
                     }
                 }
                 None => {
-                    if let (Some(format), false) =
-                        (other_format(name), self.options.allow_other_formats)
-                    {
+                    if let (Some(format), false) = (
+                        describe_other_format(name, None),
+                        self.options.allow_other_formats,
+                    ) {
                         let why = NotChecked::OtherFormat {
                             format,
                             option: self.options.name(crate::options::Opt::AllowOtherFormats),
