@@ -1,0 +1,108 @@
+//! The gate's face of a whole repository, as the Python package reaches it: `Gate::targets`
+//! lists `hf://org/repo` at one commit (through `HF_ENDPOINT`), `Gate::check` checks each
+//! target. One test in this binary, since it sets the process environment.
+#![cfg(feature = "remote")]
+
+use std::ffi::OsString;
+use std::io;
+
+use stcheck::index::{IndexReport, ShardOutcome};
+use stcheck::{Checked, ReadError};
+use stcheck_gate::options::RunOptions;
+use stcheck_gate::{Gate, Shown, Sink, Status, Target, Unchecked, Via};
+use stcheck_testkit::http::{serve_file, zeros_file, Reply, Server};
+
+#[derive(Default)]
+struct Collect(Vec<String>);
+
+impl Sink for Collect {
+    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
+        let commit = match via {
+            Via::Remote { hub, .. } => hub.commit.clone().unwrap_or_default(),
+            Via::Local(_) | Via::Memory => String::new(),
+        };
+        self.0
+            .push(format!("file {} {} {commit}", at.text, c.verdict.is_ok()));
+        Ok(())
+    }
+    fn index_start(
+        &mut self,
+        _: &Shown<'_>,
+        _: &str,
+        _: Option<stcheck::ReadMode>,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+    fn shard(&mut self, _: &str, _: ShardOutcome<'_, '_>, _: Option<&Via>) -> io::Result<()> {
+        Ok(())
+    }
+    fn index_end(
+        &mut self,
+        at: &Shown<'_>,
+        _: Result<&IndexReport, &ReadError>,
+        _: &Via,
+    ) -> io::Result<()> {
+        self.0.push(format!("index {}", at.text));
+        Ok(())
+    }
+    fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, _: Unchecked) -> io::Result<()> {
+        self.0
+            .push(format!("not_checked {} {}", at.text, why.code()));
+        Ok(())
+    }
+}
+
+#[test]
+fn gate_targets_list_a_repository_at_one_commit() {
+    let commit = "ab".repeat(20);
+    let model = zeros_file(2);
+    let (c, m) = (commit.clone(), model.clone());
+    let server = Server::start(move |req| match req.path() {
+        "/api/models/org/repo/revision/main" => Reply::new(200).body(format!(r#"{{"sha":"{c}"}}"#)),
+        p if p == format!("/api/models/org/repo/tree/{c}") => Reply::new(200).body(
+            r#"[{"type":"file","path":"model.safetensors","size":1},
+                {"type":"file","path":"pytorch_model.bin","size":1},
+                {"type":"file","path":"README.md","size":1}]"#,
+        ),
+        p if p == format!("/org/repo/resolve/{c}/model.safetensors") => {
+            serve_file(req, &m, true).header("X-Repo-Commit", c.as_str())
+        }
+        _ => Reply::new(404),
+    });
+    std::env::set_var("HF_ENDPOINT", server.url(""));
+    std::env::remove_var("HF_TOKEN");
+    let gate = Gate::new(RunOptions::default()).expect("options");
+    let targets = gate.targets(&[OsString::from("hf://org/repo")]);
+    let shown: Vec<String> = targets
+        .iter()
+        .map(|t| match t {
+            Target::Url(u) => format!("url {u}"),
+            Target::UrlNotChecked(u, e) => format!("not_checked {u} {}", e.code()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            format!("url hf://org/repo@{commit}/model.safetensors"),
+            format!("not_checked hf://org/repo@{commit}/pytorch_model.bin other_format"),
+        ]
+    );
+    let mut sink = Collect::default();
+    let statuses: Vec<Status> = targets
+        .iter()
+        .map(|t| gate.check(t, 1, &|_: u64| {}, &mut sink).status)
+        .collect();
+    assert_eq!(statuses, [Status::Valid, Status::NotChecked]);
+    assert_eq!(
+        sink.0[0],
+        format!("file hf://org/repo@{commit}/model.safetensors true {commit}")
+    );
+    assert!(sink.0[1].ends_with("pytorch_model.bin other_format"));
+
+    // allow_other_formats=True: only the weights.
+    let mut options = RunOptions::default();
+    options.allow_other_formats = true;
+    let gate = Gate::new(options).expect("options");
+    assert_eq!(gate.targets(&[OsString::from("hf://org/repo")]).len(), 1);
+}
