@@ -4,12 +4,14 @@
 //!   [`json_out`];
 //! - [`SarifWriter`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`; its schema types
 //!   are private, as ripgrep keeps its JSON types);
+//! - [`Github`]: GitHub Actions workflow commands, one annotation per finding;
 //! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF);
 //! - [`Text`], [`JsonLines`] and [`SarifWriter`]: printers, sinks of the gate's events
 //!   (`stcheck_gate::Sink`), which write the status and the shown text the events carry.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod github;
 pub mod json_out;
 mod lines;
 pub mod records;
@@ -17,6 +19,7 @@ mod sarif;
 pub mod spec;
 mod text;
 
+pub use github::Github;
 pub use lines::JsonLines;
 pub use sarif::SarifWriter;
 pub use stcheck::Profile;

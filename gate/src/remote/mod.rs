@@ -64,6 +64,9 @@ mod address;
 mod budget;
 mod deadline;
 mod fetch;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod hub;
 pub(crate) mod plan;

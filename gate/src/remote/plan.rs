@@ -62,7 +62,9 @@ impl Urls {
         address: &str,
         out: &mut Vec<Target>,
     ) {
-        use crate::fs::{checkpoint_kind, other_format, Checkpoint, NotChecked};
+        use crate::fs::{
+            checkpoint_kind, describe_other_format, other_format, Checkpoint, NotChecked,
+        };
         use std::collections::{BTreeMap, HashSet};
         use std::ffi::OsStr;
         let fail = |e: RemoteError| Target::UrlNotChecked(address.to_owned(), e.into());
@@ -152,7 +154,9 @@ impl Urls {
                     }
                 }
                 None => {
-                    if let (Some(format), false) = (other_format(name), o.allow_other_formats) {
+                    if let (Some(format), false) =
+                        (describe_other_format(name, None), o.allow_other_formats)
+                    {
                         let why = NotChecked::OtherFormat {
                             format,
                             option: o.name(crate::options::Opt::AllowOtherFormats),
