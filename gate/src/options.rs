@@ -221,13 +221,13 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::FollowLinks,
         kind: Kind::Flag,
-        cli: Some("--follow-links"),
+        cli: Some(crate::fs::FOLLOW_LINKS_OPTION),
         value: "",
         python: Some("follow_links"),
         js: None,
         key: "follow_links",
         names: [
-            "--follow-links",
+            crate::fs::FOLLOW_LINKS_OPTION,
             "follow_links=True",
             "followLinks: true",
             "follow_links=true",
@@ -243,13 +243,13 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::AllowEmpty,
         kind: Kind::Flag,
-        cli: Some("--allow-empty"),
+        cli: Some(crate::fs::ALLOW_EMPTY_OPTION),
         value: "",
         python: Some("allow_empty"),
         js: None,
         key: "allow_empty",
         names: [
-            "--allow-empty",
+            crate::fs::ALLOW_EMPTY_OPTION,
             "allow_empty=True",
             "allowEmpty: true",
             "allow_empty=true",
@@ -300,13 +300,13 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::AllowOtherFormats,
         kind: Kind::Flag,
-        cli: Some("--allow-other-formats"),
+        cli: Some(crate::fs::ALLOW_OTHER_FORMATS_OPTION),
         value: "",
         python: Some("allow_other_formats"),
         js: None,
         key: "allow_other_formats",
         names: [
-            "--allow-other-formats",
+            crate::fs::ALLOW_OTHER_FORMATS_OPTION,
             "allow_other_formats=True",
             "allowOtherFormats: true",
             "allow_other_formats=true",
@@ -576,6 +576,26 @@ impl Face {
     /// How this face's users write `opt` in a message.
     pub fn name(self, opt: Opt) -> &'static str {
         Spec::of(opt).name(self)
+    }
+
+    /// How this face's users choose the reference profile (`--profile reference`,
+    /// `profile="reference"`).
+    pub fn reference_profile(self) -> &'static str {
+        match self {
+            Face::Cli => "--profile reference",
+            Face::Python => "profile=\"reference\"",
+            Face::Js => "profile: \"reference\"",
+            Face::Service => "profile=reference",
+        }
+    }
+
+    /// The names the core's messages give the options they ask to change.
+    pub fn core_names(self) -> stcheck::OptionNames {
+        let mut names = stcheck::OptionNames::default();
+        names.max_header_size = self.name(Opt::MaxHeaderSize);
+        names.compare_reference = self.name(Opt::CompareReference);
+        names.reference_profile = self.reference_profile();
+        names
     }
 }
 
@@ -909,6 +929,7 @@ impl RunOptions {
         let n = |o| self.name(o);
         let err = |m: String| Err(UsageError(m));
         let mut config = Config::default();
+        config.names = self.face.core_names();
         if let Some(m) = self.max_header_size {
             config.max_header_size = m;
         }
@@ -1129,6 +1150,10 @@ mod tests {
         assert_eq!(Face::Js.name(Opt::Deny), "deny");
         assert_eq!(Face::Service.name(Opt::Deep), "deep=true");
         assert_eq!(Face::Cli.name(Opt::Mode), "mode=");
+        assert_eq!(
+            Face::default().core_names(),
+            stcheck::OptionNames::default()
+        );
     }
 
     /// The option names a source file lists between `start` and `end`: each `name:` or

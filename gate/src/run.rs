@@ -790,14 +790,11 @@ fn remote_client(o: &RunOptions) -> Result<crate::remote::Remote, String> {
     use crate::remote::{Remote, RemoteOptions};
     let mut opts = RemoteOptions::from_env();
     for (name, value) in &o.headers {
-        opts = opts.header(name, value).map_err(|e| {
-            let option = match o.face {
-                crate::options::Face::Python => "headers=",
-                _ => "--header",
-            };
-            format!("{option}: {e}")
-        })?;
+        opts = opts
+            .header(name, value)
+            .map_err(|e| format!("{}: {e}", o.name(crate::options::Opt::Header)))?;
     }
+    opts = opts.budget_option(o.name(crate::options::Opt::MaxRequests));
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
     opts.max_requests = o
