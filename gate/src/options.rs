@@ -1,8 +1,20 @@
 //! One option resolution for every face: [`RunOptions`] (what a run checks and how its bytes
 //! are read) turned into the core's [`Config`] by [`RunOptions::resolve`], with every
-//! implication and every conflict check in one place. The command line fills it from its flags,
-//! the Python package from its keyword arguments; both then get the same `Config` and the
-//! same errors, each naming the options as its users spell them ([`Face`]).
+//! implication, every conflict check and every value check in one place.
+//!
+//! The options are data, as ripgrep's flag definitions are: [`OPTIONS`] holds one [`Spec`]
+//! per option, with its name on each [`Face`] (the CLI's flag, the Python keyword, the
+//! JavaScript property, a service's query/config key), the [`Kind`] of its value, its default,
+//! a doc line and its help text. From it the CLI reads its flags ([`RunOptions::set_text`])
+//! and writes their help, Python and JavaScript read their options ([`RunOptions::set`] with a
+//! [`Value`]), and messages name each option as the face's users write it. A test checks that
+//! Python's `options()` and the TypeScript `Options` list exactly the table's keys.
+//!
+//! Adding an option: a field of [`RunOptions`], an [`Opt`], its row in [`OPTIONS`] (in the
+//! help's order), its arm in [`RunOptions::set`] if its kind has several fields, its checks
+//! in [`RunOptions::resolve`]; then the keyword in Python's `options()` and `docs/python.md`,
+//! the property in `js/lib/stcheck.d.ts` (if the face takes it), and the CLI's help layout
+//! (`cli/src/args.rs`, `HELP_OPTIONS`).
 
 use std::path::PathBuf;
 use std::time::Duration;
