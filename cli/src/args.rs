@@ -75,11 +75,14 @@ enum Help {
 /// The options of the help, in its order.
 const HELP_OPTIONS: &[Help] = &[
     Help::Own(
-        "      --format text|json|sarif
+        "      --format text|json|sarif|github
                                text (default): the lines above;
                                json: JSON Lines, one {\"type\":...,\"data\":...} object
                                per file, index and a final summary (docs/json-output.md);
-                               sarif: one SARIF 2.1.0 log for code scanning (docs/sarif.md)
+                               sarif: one SARIF 2.1.0 log for code scanning (docs/sarif.md);
+                               github: GitHub Actions annotations, ::error file=...::
+                               per finding (the byte offset in its message), then the
+                               summary line
 ",
     ),
     Help::Own(
@@ -202,6 +205,7 @@ pub(crate) enum Format {
     Text,
     Json,
     Sarif,
+    Github,
 }
 
 /// Whether the progress bar is drawn.
@@ -328,12 +332,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
             }
             "--json" => o.format = Format::Json,
             "--format" => {
-                let v = value("text, json or sarif")?;
+                let v = value("text, json, sarif or github")?;
                 o.format = match v.as_str() {
                     "text" => Format::Text,
                     "json" => Format::Json,
                     "sarif" => Format::Sarif,
-                    _ => return Err(format!("--format: {v:?} is not text, json or sarif")),
+                    "github" => Format::Github,
+                    _ => {
+                        return Err(format!(
+                            "--format: {v:?} is not text, json, sarif or github"
+                        ))
+                    }
                 };
             }
             "-q" | "--quiet" => o.quiet = true,
@@ -385,12 +394,16 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command,
     } else {
         ReadMode::Read
     };
-    if o.format == Format::Sarif && run.effective_profile() == Profile::Reference {
-        return Err(
-            "--format sarif needs the strict profile: SARIF results name the rules of SPEC.md, \
+    let named = match o.format {
+        Format::Sarif => Some("sarif"),
+        Format::Github => Some("github"),
+        Format::Text | Format::Json => None,
+    };
+    if let Some(name) = named.filter(|_| run.effective_profile() == Profile::Reference) {
+        return Err(format!(
+            "--format {name} needs the strict profile: its findings name the rules of SPEC.md, \
              and the reference profile's verdicts have none (use --compare-reference)"
-                .to_owned(),
-        );
+        ));
     }
     let gate = Gate::new(run).map_err(|e| e.0)?;
     if o.paths.is_empty() {
@@ -463,6 +476,7 @@ mod tests {
         assert!(run(&["--stream", "--no-mmap", "a"]).is_err());
         assert!(run(&["--format", "xml", "a"]).is_err());
         assert!(run(&["--format", "sarif", "--profile", "reference", "a"]).is_err());
+        assert!(run(&["--format", "github", "--profile", "reference", "a"]).is_err());
         for bad in ["0", "-2", "x", "inf", "NaN", "1e9", ""] {
             let e = run(&["--timeout", bad, "a"]).expect_err(bad);
             assert!(e.starts_with("--timeout: "), "{e}");
@@ -490,6 +504,10 @@ mod tests {
         assert_eq!(
             run(&["--format=sarif", "a"]).map(|o| o.format),
             Ok(Format::Sarif)
+        );
+        assert_eq!(
+            run(&["--format=github", "a"]).map(|o| o.format),
+            Ok(Format::Github)
         );
         assert_eq!(
             run(&["--format", "text", "a"]).map(|o| o.format),

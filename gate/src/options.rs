@@ -32,8 +32,8 @@ pub enum Face {
     Python,
     /// The JavaScript package (`js/`): `deny`, `deep: true` (its options object's keys).
     Js,
-    /// A service taking options as query parameters or config keys: `deny=`, `deep=true`
-    /// ([`Spec::key`]).
+    /// A service taking options as query parameters or config keys: `deny`, `deep`,
+    /// `max-header-size` ([`Spec::key`]: the CLI's flag without its dashes).
     Service,
 }
 
@@ -133,7 +133,7 @@ pub struct Spec {
     pub python: Option<&'static str>,
     /// The property of the JavaScript package's options object (`None`: not taken there).
     pub js: Option<&'static str>,
-    /// The service's query parameter and config key.
+    /// The service's query parameter and config key: the CLI's flag without its dashes.
     pub key: &'static str,
     /// How messages name it on each face, in [`Face`]'s order (`--deep`, `deep=True`,
     /// `deep: true`, `deep=true`); a face that does not take it still has a spelling.
@@ -190,8 +190,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: None,
         js: None,
-        key: "url_jobs",
-        names: ["--url-jobs", "url_jobs=", "urlJobs", "url_jobs="],
+        key: "url-jobs",
+        names: ["--url-jobs", "url_jobs=", "urlJobs", "url-jobs"],
         default: "8",
         doc: "The most URLs checked at the same time.",
         help: "check N URLs in parallel (default 8: a URL waits on the\n\
@@ -204,12 +204,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: Some("max_requests"),
         js: None,
-        key: "max_requests",
+        key: "max-requests",
         names: [
             "--max-requests",
             "max_requests=",
             "maxRequests",
-            "max_requests=",
+            "max-requests",
         ],
         default: "1000000",
         doc: "The most HTTP requests of the whole run, redirects and retries included.",
@@ -225,7 +225,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("mode"),
         js: None,
         key: "mode",
-        names: ["", "mode=", "mode", "mode="],
+        names: ["", "mode=", "mode", "mode"],
         default: "read",
         doc: "How files are read: read, mmap or stream.",
         help: "",
@@ -237,12 +237,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("follow_links"),
         js: None,
-        key: "follow_links",
+        key: "follow-links",
         names: [
             crate::fs::FOLLOW_LINKS_OPTION,
             "follow_links=True",
             "followLinks: true",
-            "follow_links=true",
+            "follow-links",
         ],
         default: "off",
         doc: "Follow links to regular files outside the directory named.",
@@ -259,12 +259,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("allow_empty"),
         js: None,
-        key: "allow_empty",
+        key: "allow-empty",
         names: [
             crate::fs::ALLOW_EMPTY_OPTION,
             "allow_empty=True",
             "allowEmpty: true",
-            "allow_empty=true",
+            "allow-empty",
         ],
         default: "off",
         doc: "A directory with nothing to check is not a failure.",
@@ -279,7 +279,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("exclude"),
         js: None,
         key: "exclude",
-        names: ["--exclude", "exclude=", "exclude", "exclude="],
+        names: ["--exclude", "exclude=", "exclude", "exclude"],
         default: "none",
         doc: "Gitignore-style globs of paths a walk leaves out.",
         help: "leave out paths below a directory PATH that match GLOB\n\
@@ -295,12 +295,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: None,
         js: None,
-        key: "with_sets",
+        key: "with-sets",
         names: [
             "--with-sets",
             "with_sets=True",
             "withSets: true",
-            "with_sets=true",
+            "with-sets",
         ],
         default: "off",
         doc: "A *.safetensors file named is checked with the sharded sets of its directory.",
@@ -316,12 +316,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("allow_other_formats"),
         js: None,
-        key: "allow_other_formats",
+        key: "allow-other-formats",
         names: [
             crate::fs::ALLOW_OTHER_FORMATS_OPTION,
             "allow_other_formats=True",
             "allowOtherFormats: true",
-            "allow_other_formats=true",
+            "allow-other-formats",
         ],
         default: "off",
         doc: "Files of other weight formats are accepted unseen, not reported as not checked.",
@@ -338,7 +338,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("profile"),
         js: Some("profile"),
         key: "profile",
-        names: ["--profile", "profile=", "profile", "profile="],
+        names: ["--profile", "profile=", "profile", "profile"],
         default: "strict",
         doc: "Whose verdict decides: strict, reference or portable.",
         help: "strict (default): the rules of SPEC.md;\n\
@@ -355,13 +355,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "READERS",
         python: Some("portable_to"),
         js: Some("portableTo"),
-        key: "portable_to",
-        names: [
-            "--portable-to",
-            "portable_to=",
-            "portableTo",
-            "portable_to=",
-        ],
+        key: "portable-to",
+        names: ["--portable-to", "portable_to=", "portableTo", "portable-to"],
         default: "every reader of the table",
         doc: "The readers the portable profile promises (implies it).",
         help: "the readers the portable profile promises, comma-separated\n\
@@ -375,12 +370,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("refusals_are_errors"),
         js: Some("refusalsAreErrors"),
-        key: "refusals_are_errors",
+        key: "refusals-are-errors",
         names: [
             "--refusals-are-errors",
             "refusals_are_errors=True",
             "refusalsAreErrors: true",
-            "refusals_are_errors=true",
+            "refusals-are-errors",
         ],
         default: "off",
         doc: "A chosen reader's refusal rejects the file (the portable profile).",
@@ -394,12 +389,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("compare_reference"),
         js: Some("compareReference"),
-        key: "compare_reference",
+        key: "compare-reference",
         names: [
             "--compare-reference",
             "compare_reference=True",
             "compareReference: true",
-            "compare_reference=true",
+            "compare-reference",
         ],
         default: "off",
         doc: "Also give the reference crate's verdict and how it differs.",
@@ -414,7 +409,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("deny"),
         js: Some("deny"),
         key: "deny",
-        names: ["--deny", "deny=", "deny", "deny="],
+        names: ["--deny", "deny=", "deny", "deny"],
         default: "none",
         doc: "Warning rules made errors, by ID.",
         help: "make the warning RULE an error (repeat, or RULE,RULE)",
@@ -427,7 +422,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("allow"),
         js: Some("allow"),
         key: "allow",
-        names: ["--allow", "allow=", "allow", "allow="],
+        names: ["--allow", "allow=", "allow", "allow"],
         default: "none",
         doc: "Warning rules not reported, by ID (never an error rule).",
         help: "do not report the warning RULE (repeat, or RULE,RULE);\n\
@@ -440,12 +435,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("deny_warnings"),
         js: Some("denyWarnings"),
-        key: "deny_warnings",
+        key: "deny-warnings",
         names: [
             "--deny-warnings",
             "deny_warnings=True",
             "denyWarnings: true",
-            "deny_warnings=true",
+            "deny-warnings",
         ],
         default: "off",
         doc: "Every warning an error.",
@@ -458,12 +453,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "BYTES",
         python: Some("max_header_size"),
         js: Some("maxHeaderSize"),
-        key: "max_header_size",
+        key: "max-header-size",
         names: [
             "--max-header-size",
             "max_header_size=",
             "maxHeaderSize",
-            "max_header_size=",
+            "max-header-size",
         ],
         default: "100000000",
         doc: "The longest header accepted, in bytes.",
@@ -476,12 +471,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: Some("max_warnings_per_rule"),
         js: Some("maxWarningsPerRule"),
-        key: "max_warnings_per_rule",
+        key: "max-warnings-per-rule",
         names: [
             "--max-warnings-per-rule",
             "max_warnings_per_rule=",
             "maxWarningsPerRule",
-            "max_warnings_per_rule=",
+            "max-warnings-per-rule",
         ],
         default: "100",
         doc: "Warnings shown per rule and file (all are counted).",
@@ -496,7 +491,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("deep"),
         js: Some("deep"),
         key: "deep",
-        names: ["--deep", "deep=True", "deep: true", "deep=true"],
+        names: ["--deep", "deep=True", "deep: true", "deep"],
         default: "off",
         doc: "Also scan the tensor data.",
         help: "also scan the tensor data: BOOL bytes, NaN/Inf counts per\n\
@@ -510,7 +505,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("sha256"),
         js: Some("sha256"),
         key: "sha256",
-        names: ["--sha256", "sha256=True", "sha256: true", "sha256=true"],
+        names: ["--sha256", "sha256=True", "sha256: true", "sha256"],
         default: "off",
         doc: "The SHA-256 of each file (implies the data scan).",
         help: "with the data scan, the SHA-256 of each file (same pass);\n\
@@ -523,12 +518,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("deny_nonfinite"),
         js: Some("denyNonfinite"),
-        key: "deny_nonfinite",
+        key: "deny-nonfinite",
         names: [
             "--deny-nonfinite",
             "deny_nonfinite=True",
             "denyNonfinite: true",
-            "deny_nonfinite=true",
+            "deny-nonfinite",
         ],
         default: "off",
         doc: "Any NaN or infinity an error (implies the data scan).",
@@ -542,7 +537,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("headers"),
         js: None,
         key: "header",
-        names: ["--header", "headers=", "header", "header="],
+        names: ["--header", "headers=", "header", "header"],
         default: "none",
         doc: "Extra request headers for URLs, sent only to the URL's own host.",
         help: "send this header with requests for URLs (repeatable),\n\
@@ -556,8 +551,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "PEM",
         python: Some("ca_file"),
         js: None,
-        key: "ca_file",
-        names: ["--ca-file", "ca_file=", "caFile", "ca_file="],
+        key: "ca-file",
+        names: ["--ca-file", "ca_file=", "caFile", "ca-file"],
         default: "the built-in roots",
         doc: "A PEM bundle of the certificates trusted for https URLs.",
         help: "trust these certificates for https URLs instead of the\n\
@@ -571,7 +566,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("timeout"),
         js: None,
         key: "timeout",
-        names: ["--timeout", "timeout=", "timeout", "timeout="],
+        names: ["--timeout", "timeout=", "timeout", "timeout"],
         default: "120 s, or 3600 s when the data is read",
         doc: "The most time one URL may take, everything included.",
         help: "the most time one URL may take, everything included\n\
@@ -597,7 +592,7 @@ impl Face {
             Face::Cli => "--profile reference",
             Face::Python => "profile=\"reference\"",
             Face::Js => "profile: \"reference\"",
-            Face::Service => "profile=reference",
+            Face::Service => "profile reference",
         }
     }
 
@@ -1160,8 +1155,13 @@ mod tests {
         );
         assert_eq!(Face::Python.name(Opt::Deep), "deep=True");
         assert_eq!(Face::Js.name(Opt::Deny), "deny");
-        assert_eq!(Face::Service.name(Opt::Deep), "deep=true");
-        assert_eq!(Face::Cli.name(Opt::Mode), "mode=");
+        assert_eq!(Face::Service.name(Opt::MaxHeaderSize), "max-header-size");
+        assert_eq!(Face::Cli.name(Opt::Mode), "mode");
+        for spec in OPTIONS {
+            if let Some(flag) = spec.cli {
+                assert_eq!(flag.strip_prefix("--"), Some(spec.key));
+            }
+        }
         assert_eq!(
             Face::default().core_names(),
             stcheck::OptionNames::default()

@@ -271,6 +271,8 @@ pub struct ReadError {
     kind: ReadErrorKind,
     /// A finer code than the kind, for machines (e.g. `dangling_link`, `link_loop`).
     code: &'static str,
+    /// The HTTP status a server answered with, for the code `http_status`.
+    http_status: Option<u16>,
     path: Option<PathBuf>,
     shard: Option<Box<str>>,
     message: Box<str>,
@@ -405,6 +407,7 @@ impl ReadError {
         ReadError {
             kind,
             code: kind.as_str(),
+            http_status: None,
             path: None,
             shard: None,
             message: message.into().into_boxed_str(),
@@ -422,6 +425,7 @@ impl ReadError {
         ReadError {
             kind,
             code: kind.as_str(),
+            http_status: None,
             path: None,
             shard: None,
             message: e.to_string().into_boxed_str(),
@@ -457,6 +461,18 @@ impl ReadError {
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = code;
         self
+    }
+
+    /// The same error with the HTTP status a server answered with (a source that reads from a
+    /// server gives it with the code `"http_status"`).
+    pub fn with_http_status(mut self, status: u16) -> Self {
+        self.http_status = Some(status);
+        self
+    }
+
+    /// The HTTP status a server answered with, where that is why nothing could be read.
+    pub fn http_status(&self) -> Option<u16> {
+        self.http_status
     }
 
     /// Whether the path was not checked by policy or by its nature (a special file, a link

@@ -69,6 +69,7 @@ pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
 pub use limits::{Config, OptionNames};
+pub use magic::format_of;
 pub use names::escape;
 pub use profile::Profile;
 pub use progress::Progress;
