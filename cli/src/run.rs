@@ -259,7 +259,7 @@ struct JobOutput<'r> {
 enum JobPrinter {
     Text(Text<Vec<u8>>),
     Json(JsonLines<Vec<u8>>),
-    /// The shared printer (SARIF).
+    /// The shared printer (SARIF, GitHub annotations).
     Shared,
 }
 
@@ -468,7 +468,7 @@ impl Run<'_> {
         let printer = match self.o.format {
             Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
             Format::Json => JobPrinter::Json(JsonLines::new(Vec::new(), self.o.print())),
-            Format::Sarif => JobPrinter::Shared,
+            Format::Sarif | Format::Github => JobPrinter::Shared,
         };
         let mut sink = JobOutput {
             i,
