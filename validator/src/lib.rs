@@ -69,7 +69,7 @@ pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
-pub use limits::Config;
+pub use limits::{Config, OptionNames};
 pub use magic::format_of;
 pub use mmap::{map, Mapped};
 pub use names::escape;

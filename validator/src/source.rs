@@ -148,12 +148,12 @@ pub fn check_opened<T>(
             }
             let checked = Checker::check_slice_with(config, &bytes, progress);
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Read => {
             let checked = read_at(file, config, len, progress)?;
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Stream => {
             let checked = stream(&mut &*file, config, Some(len), progress)?;
@@ -473,7 +473,7 @@ fn stream<R: Read + ?Sized>(
     // A header too large for the reference crate: the check would end not checked whatever
     // the rest holds, so it ends now (nothing more is read or held).
     if let Err(why) = crate::reference::admit(head.get(LENGTH_FIELD..).unwrap_or(&[])) {
-        return Err(ReadError::new(ReadErrorKind::TooLarge, why));
+        return Err(crate::check::reference_refused(&why, config.names));
     }
     let decisive = decisive_len(&head, n, config);
     // The strict check, fed the bytes read so far and then the rest of the stream.
@@ -514,7 +514,7 @@ fn stream<R: Read + ?Sized>(
     if went_on {
         checked.file_len = None;
     }
-    require_reference(checked, config.reference)
+    require_reference(checked, config)
 }
 
 /// A reader that counts the bytes it gave and remembers that it ended.
