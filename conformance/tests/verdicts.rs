@@ -198,3 +198,55 @@ fn a_writer_that_adds_metadata_keys_gets_its_own_outcome() {
     }
     assert_eq!(out.status.code(), Some(0), "not a failure: {out:?}");
 }
+
+#[test]
+fn a_reader_naming_an_honest_alternate_rule_passes() {
+    // Every rejected case whose first rule has an honest alternate, or whose recipe lists one
+    // of the readings below, is answered with that alternate (not the case's first rule).
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(corpus::default_corpus_dir().join("manifest.json"))
+            .expect("manifest"),
+    )
+    .expect("json");
+    let mut arms = String::new();
+    let mut ids = Vec::new();
+    let readings: &[(&str, &str)] = &[
+        ("invalid/layout/zero-size-past-end", "DATA-TRUNCATED"),
+        ("malformed/utf8/header-utf-16be-bom", "JSON-SYNTAX"),
+        ("malformed/utf8/header-utf-32le-bom", "JSON-BOM"),
+    ];
+    for c in manifest["cases"].as_array().expect("cases") {
+        let first = c["rules"][0].as_str().unwrap_or_default();
+        let id = c["id"].as_str().expect("id");
+        let honest = corpus::HONEST_ALTERNATES
+            .iter()
+            .find(|(rule, ..)| *rule == first)
+            .map(|(_, other, _)| other[0])
+            .or_else(|| readings.iter().find(|(i, _)| *i == id).map(|(_, r)| *r));
+        let Some(rule) = honest.filter(|_| c["verdict"] == "reject") else {
+            continue;
+        };
+        let listed: Vec<&str> = c["acceptable_rules"]
+            .as_array()
+            .expect("acceptable_rules")
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        assert!(listed.contains(&rule), "{id}: {listed:?}");
+        arms.push_str(&format!(
+            "*/{}) echo '{{\"rule\":\"{rule}\"}}'; exit 65;;\n",
+            c["path"].as_str().expect("path")
+        ));
+        ids.push(id.to_owned());
+    }
+    assert!(ids.len() >= 14 + readings.len(), "{ids:?}");
+    let script = format!("case \"$1\" in\n{arms}esac\nexit 3");
+    let runs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (code, results, err) = shell("honest", &runs, &[], &script);
+    let all = outcomes(&results);
+    assert_eq!(all.len(), ids.len(), "{err}");
+    for (id, outcome, detail) in &all {
+        assert_eq!(outcome, "PASS", "{id}: {detail}");
+    }
+    assert_eq!(code, Some(0), "{err}");
+}
