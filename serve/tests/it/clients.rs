@@ -196,3 +196,41 @@ fn promtool_accepts_the_metrics() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn curl_uploads_a_file_and_a_pipe() {
+    let Some(curl) = client(Path::new("/usr/bin/curl"), "curl") else {
+        return;
+    };
+    let run = support::start(support::settings());
+    let url = format!("http://{}/v1/check", run.http());
+    let dup = support::root().join("examples/duplicate-name.safetensors");
+    let model = support::root().join("examples/model.safetensors");
+    // docs/serve.md: `curl -T FILE -X POST URL` (a length), `curl -T - -X POST URL` (chunked).
+    let by_file = Command::new(&curl)
+        .args(["-sS", "-X", "POST", "-T"])
+        .arg(&dup)
+        .args(["-w", "\\n%{http_code}", &url])
+        .output()
+        .expect("curl runs");
+    let out = String::from_utf8_lossy(&by_file.stdout);
+    assert!(out.ends_with("\n422"), "{out}");
+    assert!(out.contains("\"rule\":\"JSON-DUPLICATE-KEY\""), "{out}");
+    let by_pipe = Command::new(&curl)
+        .args([
+            "-sS",
+            "-X",
+            "POST",
+            "-T",
+            "-",
+            "-w",
+            "\\n%{http_code}",
+            &url,
+        ])
+        .stdin(std::fs::File::open(&model).expect("model"))
+        .output()
+        .expect("curl runs");
+    let out = String::from_utf8_lossy(&by_pipe.stdout);
+    assert!(out.ends_with("\n200"), "{out}");
+    assert!(out.contains("\"status\":\"valid\""), "{out}");
+}
