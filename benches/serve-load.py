@@ -128,7 +128,9 @@ def phase_small(port: int, blobs: list[bytes], connections: int):
         for i in mine:
             data = blobs[i]
             t = time.perf_counter()
-            s.sendall(b"zINSTREAM\0" + struct.pack(">I", len(data)) + data + b"\0\0\0\0")
+            # An empty file is no chunk at all: a zero length ends the stream.
+            chunk = struct.pack(">I", len(data)) + data if data else b""
+            s.sendall(b"zINSTREAM\0" + chunk + b"\0\0\0\0")
             r = read_reply(s, pending)
             local.append((time.perf_counter() - t, i, r.split(": ", 1)[1]))
         s.sendall(b"zEND\0")
@@ -148,19 +150,20 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def start(cmd: list[str], marker: str) -> tuple[subprocess.Popen, int]:
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stream = p.stdout if marker == "listening " else p.stderr
-    while True:
-        line = stream.readline()
-        if not line:
-            raise RuntimeError(f"{cmd[0]} ended before listening")
-        if line.startswith(marker):
-            port = int(line[len(marker) :].split()[0].rsplit(":", 1)[1])
+def start(cmd: list[str], marker: str, log: Path) -> tuple[subprocess.Popen, int]:
+    """Start a server with its output to `log` (a file, not a pipe: reading a line per verdict
+    would take this process's time from the clients) and wait for its listening line."""
+    out = open(log, "w")
+    p = subprocess.Popen(cmd, stdout=out, stderr=out, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            if line.startswith(marker):
+                return p, int(line[len(marker) :].split()[0].rsplit(":", 1)[1])
+        if p.poll() is not None:
             break
-    # Keep draining its output (the service logs a line per verdict) in the background.
-    threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
-    return p, port
+        time.sleep(0.05)
+    raise RuntimeError(f"{cmd[0]} is not listening (see {log})")
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -196,7 +199,7 @@ def main() -> None:
           f"A: 64 streams of {mib} MiB; B: {count} small files over 32 connections")
     rows = []
     for name, (cmd, marker) in servers.items():
-        p, port = start(cmd, marker)
+        p, port = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log")
         try:
             wall, times, replies, total = phase_large(port, parts, 64, len(big))
             assert all(r == "stream: OK" for r in replies), set(replies)
