@@ -13,12 +13,18 @@ Every reply is checked: the large file must be OK, and a small file gets the sam
 time it is sent (the service), OK (the sink). Not a test: figures for a report, on whatever
 machine runs it (say how loaded it was).
 
+With SERVE_LOAD_CLAMD=1, Debian's clamd (`clamav-daemon`) runs the same phases too, with a
+database of one signature that matches nothing here, its stream and scan limits above the
+large file (it spools each stream to a file under target/serve-load/: 64 x LARGE_MIB of disk at
+once).
+
 Usage: python3 benches/serve-load.py [LARGE_MIB] [SMALL_FILES]   (defaults 256, 10000)
 Builds both release binaries with cargo first; writes its files under target/serve-load/.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -150,20 +156,49 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def start(cmd: list[str], marker: str, log: Path) -> tuple[subprocess.Popen, int]:
+def start(cmd: list[str], marker: str | None, log: Path, port: int = 0) -> tuple[subprocess.Popen, int]:
     """Start a server with its output to `log` (a file, not a pipe: reading a line per verdict
-    would take this process's time from the clients) and wait for its listening line."""
+    would take this process's time from the clients) and wait for its listening line (or, with
+    no marker, until `port` answers PING)."""
     out = open(log, "w")
     p = subprocess.Popen(cmd, stdout=out, stderr=out, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        for line in log.read_text().splitlines():
-            if line.startswith(marker):
-                return p, int(line[len(marker) :].split()[0].rsplit(":", 1)[1])
+        if marker is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(b"zPING\0")
+                    if read_reply(s, bytearray()) == "PONG":
+                        return p, port
+            except OSError:
+                pass
+        else:
+            for line in log.read_text().splitlines():
+                if line.startswith(marker):
+                    return p, int(line[len(marker) :].split()[0].rsplit(":", 1)[1])
         if p.poll() is not None:
             break
-        time.sleep(0.05)
+        time.sleep(0.2)
     raise RuntimeError(f"{cmd[0]} is not listening (see {log})")
+
+
+def clamd_server(mib: int) -> tuple[list[str], int]:
+    """Debian's clamd with one signature (an MD5 no file here has) and limits above the file."""
+    base = OUT / "clamd"
+    (base / "db").mkdir(parents=True, exist_ok=True)
+    (base / "tmp").mkdir(parents=True, exist_ok=True)
+    marker = b"stcheck-serve-load: no file has these bytes"
+    (base / "db" / "one.hdb").write_text(f"{hashlib.md5(marker).hexdigest()}:{len(marker)}:Nothing-Here\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    limit = f"{mib + 64}M"
+    (base / "clamd.conf").write_text(
+        f"Foreground yes\nTCPSocket {port}\nTCPAddr 127.0.0.1\nDatabaseDirectory {base / 'db'}\n"
+        f"TemporaryDirectory {base / 'tmp'}\nMaxThreads 64\nMaxQueue 256\nMaxConnectionQueueLength 256\n"
+        f"StreamMaxLength {limit}\nMaxScanSize {limit}\nMaxFileSize {limit}\nReadTimeout 300\n"
+    )
+    return ["/usr/sbin/clamd", f"--config-file={base / 'clamd.conf'}"], port
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -186,20 +221,24 @@ def main() -> None:
     big = large_file(mib)
     parts = framed(big)
     blobs = small_files(count)
-    servers = {
-        "sink": ([str(rel / "clamd_sink"), "127.0.0.1:0"], "listening "),
+    servers: dict[str, tuple[list[str], str | None, int]] = {
+        "sink": ([str(rel / "clamd_sink"), "127.0.0.1:0"], "listening ", 0),
         "stcheck serve": (
             [str(rel / "stcheck-serve"), "--clamd", "127.0.0.1:0", "--workers", "64",
              "--queue", "64", "--max-connections", "256"],
             "stcheck serve: clamd on ",
+            0,
         ),
     }
+    if os.environ.get("SERVE_LOAD_CLAMD") == "1":
+        cmd, port = clamd_server(mib)
+        servers["clamd"] = (cmd, None, port)
     expected_small: dict[int, str] = {}
     print(f"load: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
           f"A: 64 streams of {mib} MiB; B: {count} small files over 32 connections")
     rows = []
-    for name, (cmd, marker) in servers.items():
-        p, port = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log")
+    for name, (cmd, marker, fixed) in servers.items():
+        p, port = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log", fixed)
         try:
             wall, times, replies, total = phase_large(port, parts, 64, len(big))
             assert all(r == "stream: OK" for r in replies), set(replies)
@@ -210,7 +249,8 @@ def main() -> None:
                     key = hash(blobs[i])
                     assert expected_small.setdefault(key, r) == r, (i, r)
             else:
-                assert all(r == "stream: OK" for _, r in replies)
+                # The sink and clamd find nothing in any file.
+                assert all(r == "stream: OK" for _, r in replies), {r for _, r in replies}
             rows.append((name, "B", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
             rss = peak_rss_mib(p.pid)
             rows.append((name, "peak RSS MiB", rss, 0, 0, 0))
