@@ -22,7 +22,7 @@ use stcheck::{Checked, ReadError, ReadMode};
 use stcheck_gate::{Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_print::records::Summary;
 use stcheck_print::sarif::SarifWriter;
-use stcheck_print::{JsonLines, Text};
+use stcheck_print::{text_summary, Github, JsonLines, Text};
 
 use crate::args::{self, Command, Format, Options, ProgressMode};
 use crate::progress::{self, JobHook, Progress, Unit};
@@ -38,7 +38,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let o = match command {
         Command::Help => {
-            let _ = io::stdout().write_all(args::HELP.as_bytes());
+            let _ = io::stdout().write_all(args::help().as_bytes());
             return ExitCode::SUCCESS;
         }
         Command::Version => {
@@ -154,6 +154,7 @@ enum Output {
     Text(Text<Out>),
     Json(JsonLines<Out>),
     Sarif(SarifWriter<Out>),
+    Github(Github<Out>),
 }
 
 impl Output {
@@ -162,6 +163,7 @@ impl Output {
             Output::Text(p) => p.get_mut(),
             Output::Json(p) => p.get_mut(),
             Output::Sarif(w) => w.get_mut(),
+            Output::Github(p) => p.get_mut(),
         }
     }
 
@@ -170,6 +172,7 @@ impl Output {
             Output::Text(p) => p,
             Output::Json(p) => p,
             Output::Sarif(w) => w,
+            Output::Github(p) => p,
         }
     }
 }
@@ -256,7 +259,7 @@ struct JobOutput<'r> {
 enum JobPrinter {
     Text(Text<Vec<u8>>),
     Json(JsonLines<Vec<u8>>),
-    /// The shared printer (SARIF).
+    /// The shared printer (SARIF, GitHub annotations).
     Shared,
 }
 
@@ -465,7 +468,7 @@ impl Run<'_> {
         let printer = match self.o.format {
             Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
             Format::Json => JobPrinter::Json(JsonLines::new(Vec::new(), self.o.print())),
-            Format::Sarif => JobPrinter::Shared,
+            Format::Sarif | Format::Github => JobPrinter::Shared,
         };
         let mut sink = JobOutput {
             i,
@@ -577,6 +580,7 @@ fn run(o: &Options) -> u8 {
         }
         Format::Json => Output::Json(JsonLines::new(out, o.print())),
         Format::Text => Output::Text(Text::new(out, o.print())),
+        Format::Github => Output::Github(Github::new(out)),
     };
     let run = Run {
         o,
@@ -643,6 +647,8 @@ fn run(o: &Options) -> u8 {
                 .summary(&tally, started.elapsed())
                 .and_then(|()| p.get_mut().drain(true)),
             Output::Json(mut p) => p.summary(&tally).and_then(|()| p.get_mut().drain(true)),
+            Output::Github(mut p) => text_summary(p.get_mut(), &tally, started.elapsed())
+                .and_then(|()| p.get_mut().drain(true)),
             Output::Sarif(w) => w
                 .finish(tally.exit_code)
                 .and_then(|mut out| out.drain(true)),

@@ -1508,7 +1508,11 @@ fn sarif_golden_schema_valid_one_result_per_finding() {
     // The golden log, with the working directory, the repository's address and the rules'
     // SPEC.md text left out.
     let driver = &run["tool"]["driver"];
-    assert_eq!(driver["informationUri"], env!("CARGO_PKG_REPOSITORY"));
+    // No repository is named yet (no public home): then the log leaves the address out.
+    assert_eq!(
+        driver["informationUri"].as_str().unwrap_or_default(),
+        env!("CARGO_PKG_REPOSITORY")
+    );
     assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
     let mut stable = log.clone();
     stable["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] = "file:///WORKDIR/".into();

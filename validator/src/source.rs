@@ -37,7 +37,7 @@ pub enum ReadMode {
 }
 
 impl ReadMode {
-    /// `"mmap"`, `"read"` or `"stream"`.
+    /// `"mmap"`, `"read"` or `"stream"` (read back by `str::parse`).
     pub fn as_str(self) -> &'static str {
         match self {
             ReadMode::Mmap => "mmap",
