@@ -39,6 +39,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 mod check;
 mod clip;
 pub mod deep;

@@ -355,7 +355,7 @@ fn read_head_with(
 
 /// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
 /// the end of the file). Retries on `Interrupted`.
-fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match read_at_once(file, &mut buf[got..], at + got as u64) {
@@ -391,7 +391,8 @@ fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 pub(crate) const READ_BLOCK: usize = 256 * 1024;
 
 /// The rest of a regular file from `start`, read in [`READ_BLOCK`]s into a buffer of each
-/// reading thread's own.
+/// reading thread's own, each scanned right after its read; blocks the scan brought in from
+/// the disk are dropped from the page cache behind it (`cache`).
 struct FileRegion<'f> {
     file: &'f File,
     start: u64,
@@ -408,15 +409,20 @@ impl crate::deep::Region for FileRegion<'_> {
         let mut buf = vec![0u8; READ_BLOCK.min(usize::try_from(len).unwrap_or(usize::MAX))];
         let mut pos = at;
         let end = at + len;
+        crate::cache::sequential(self.file);
         while pos < end {
             let n = usize::try_from(end - pos)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
-            let k = read_full_at(self.file, &mut buf[..n], pos)?;
+            let (k, cold) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
             if k < n {
                 return Err(changed());
             }
             f(&buf[..n]);
+            // A block this scan brought in from the disk leaves the page cache behind it.
+            if cold {
+                crate::cache::drop_behind(self.file, pos, n);
+            }
             pos += n as u64;
         }
         Ok(())
