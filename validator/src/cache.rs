@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn blocks_read_are_the_files_bytes_and_a_file_just_read_is_not_cold() {
         let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let mut file = crate::source::temp_file().expect("temp file");
+        let mut file = crate::mmap::temp_file().expect("temp file");
         file.write_all(&bytes).expect("write");
         file.sync_all().expect("sync");
         let mut buf = vec![0u8; 128 * 1024];
