@@ -59,6 +59,9 @@ pub(super) struct Session<'r> {
     pub(super) cost: Cost,
     /// What the hub said about the file: the commit, the LFS object's SHA-256, the ETag.
     pub(super) hub: super::HubInfo,
+    /// The commit every response of the address's origin must name in `X-Repo-Commit`, if it
+    /// names one: the address's own (`hf://org/repo@COMMIT/...`), else the first one named.
+    pin: Option<String>,
 }
 
 /// Statuses retried with backoff.
@@ -105,6 +108,41 @@ impl<'r> Session<'r> {
             permit: None,
             cost: Cost::default(),
             hub: super::HubInfo::default(),
+            pin: None,
+        }
+    }
+
+    /// The session of a file or set pinned to `commit` (`None`: to the first one the server
+    /// names).
+    pub(super) fn pinned(mut self, commit: Option<String>) -> Self {
+        self.pin = commit.map(|c| c.to_ascii_lowercase());
+        self
+    }
+
+    /// The commit this session is pinned to, once known.
+    pub(super) fn pin(&self) -> Option<String> {
+        self.pin.clone()
+    }
+
+    /// Compare the `X-Repo-Commit` of a response with the pin (or pin it): bytes of another
+    /// commit than the one asked for, on any response, get no verdict.
+    fn same_commit(&mut self, headers: &ureq::http::HeaderMap) -> Result<(), RemoteError> {
+        let Some(said) = super::said::commit(headers) else {
+            return Ok(());
+        };
+        match &self.pin {
+            None => {
+                self.pin = Some(said);
+                Ok(())
+            }
+            Some(p) if *p == said => Ok(()),
+            Some(p) => Err(RemoteError::new(
+                ErrorKind::CommitMoved,
+                format!(
+                    "requested at commit {p}, the server answered with commit {said} \
+                     (X-Repo-Commit): not the bytes asked for"
+                ),
+            )),
         }
     }
 
@@ -177,6 +215,7 @@ impl<'r> Session<'r> {
                 // carries X-Repo-Commit and X-Linked-Etag: read them from every response of
                 // the address's own origin.
                 self.hub.note(resp.headers(), (200..300).contains(&status));
+                self.same_commit(resp.headers())?;
             } else if (200..300).contains(&status) {
                 self.hub.note_etag(resp.headers());
             }

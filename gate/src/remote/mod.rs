@@ -124,6 +124,12 @@ pub(crate) fn revision_of(address: &str) -> Option<String> {
         .map(|a| a.revision().to_owned())
 }
 
+/// The commit an `hf://` address names as its revision (40 hex digits), which every response
+/// must then name.
+fn pinned_commit(address: &str) -> Option<String> {
+    revision_of(address).filter(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// Whether `arg` is an address [`Remote::check`] takes (`http://`, `https://`, `hf://`,
 /// any case), as opposed to a local path.
 pub fn is_url(arg: &str) -> bool {
@@ -379,6 +385,10 @@ pub enum ErrorKind {
     Shard,
     /// The client's budget of requests ([`RemoteOptions::max_requests`]) is spent.
     Budget,
+    /// A response (any of a file's, or of a set's index and shards) named another commit in
+    /// `X-Repo-Commit` than the one asked for (`hf://org/repo@COMMIT/...`) or than the first
+    /// response named: the bytes are not the ones asked for.
+    CommitMoved,
 }
 
 /// Why an address could not be checked: says nothing about the file's validity. The message
@@ -435,8 +445,8 @@ impl std::error::Error for RemoteError {}
 impl ErrorKind {
     /// A stable code for machines, the `read_error` of a record whose URL could not be checked
     /// (`docs/json-output.md`): `"address"`, `"setup"`, `"http_status"` (with the status),
-    /// `"redirect"`, `"timeout"`, `"network"`, `"tls"`, `"response"`, `"shard"` or
-    /// `"budget"`.
+    /// `"redirect"`, `"timeout"`, `"network"`, `"tls"`, `"response"`, `"shard"`, `"budget"`
+    /// or `"commit_moved"`.
     pub fn code(self) -> &'static str {
         match self {
             ErrorKind::Address => "address",
@@ -449,6 +459,7 @@ impl ErrorKind {
             ErrorKind::Response => "response",
             ErrorKind::Shard => "shard",
             ErrorKind::Budget => "budget",
+            ErrorKind::CommitMoved => "commit_moved",
         }
     }
 }
@@ -712,7 +723,8 @@ impl Remote {
             self,
             &url,
             Deadline::after(depth.timeout(&self.options), what),
-        );
+        )
+        .pinned(pinned_commit(address));
         let outcome = if is_index {
             shards::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {
@@ -739,7 +751,7 @@ impl Remote {
     pub fn fetch_index(&self, address: &str, config: &Config) -> Result<FetchedIndex, RemoteError> {
         let url = self.resolve(address)?;
         let deadline = Deadline::after(Some(self.options.total_timeout), Deadline::FILE);
-        let mut session = Session::new(self, &url, deadline);
+        let mut session = Session::new(self, &url, deadline).pinned(pinned_commit(address));
         match fetch::fetch_index_bytes(&mut session, &url, config) {
             Ok(bytes) => Ok(FetchedIndex {
                 bytes: bytes.into(),

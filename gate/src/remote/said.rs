@@ -27,13 +27,18 @@ pub(super) fn is_commit(s: &str) -> bool {
     (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// The commit a response names (`X-Repo-Commit`), lower case, if it names a well-formed one.
+pub(super) fn commit(headers: &HeaderMap) -> Option<String> {
+    clean(headers, "x-repo-commit")
+        .filter(|c| is_commit(c))
+        .map(|c| c.to_ascii_lowercase())
+}
+
 impl HubInfo {
     /// Take what a response of the hub itself says; `last`: it delivered the bytes.
     pub(crate) fn note(&mut self, headers: &HeaderMap, last: bool) {
         if self.commit.is_none() {
-            self.commit = clean(headers, "x-repo-commit")
-                .filter(|c| is_commit(c))
-                .map(|c| c.to_ascii_lowercase());
+            self.commit = commit(headers);
         }
         if let Some(linked) = clean(headers, "x-linked-etag") {
             if is_sha256_hex(&linked) {

@@ -55,6 +55,8 @@ pub(super) struct RemoteShards<'r> {
     failure: Mutex<Option<ErrorKind>>,
     /// What the repository's listing says: the index directory's files and their SHA-256.
     known: super::Known,
+    /// The commit of the index, which every shard's responses must name too.
+    pin: Option<String>,
 }
 
 impl<'r> RemoteShards<'r> {
@@ -65,6 +67,7 @@ impl<'r> RemoteShards<'r> {
         depth: Depth,
         deadline: Deadline,
         known: &super::Known,
+        pin: Option<String>,
     ) -> Self {
         let workers = remote.options.max_concurrent_shards.max(1);
         RemoteShards {
@@ -83,6 +86,7 @@ impl<'r> RemoteShards<'r> {
             handed: Mutex::new(None),
             failure: Mutex::new(None),
             known: known.clone(),
+            pin,
         }
     }
 
@@ -233,7 +237,8 @@ impl<'r> RemoteShards<'r> {
     fn fetch(&self, name: &str, config: &Config, slot: Option<Slot<'_>>) -> Fetched {
         let url = self.index.sibling(name);
         debug_assert_eq!(url.origin(), self.index.origin());
-        let mut session = Session::new(self.remote, &url, self.shared.deadline);
+        let mut session =
+            Session::new(self.remote, &url, self.shared.deadline).pinned(self.pin.clone());
         if let Some(slot) = slot {
             session = session.in_set(slot);
         }
@@ -436,11 +441,14 @@ pub(super) fn check_index(
         }
         None => fetch::fetch_index_bytes(session, url, config)?.into(),
     };
-    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known);
+    let pin = session.pin().or_else(|| session.hub.commit.clone());
+    let source = RemoteShards::new(remote, url.clone(), depth, session.deadline(), known, pin);
     let report = source.check(&bytes, config, on_shard);
     // The set's deadline passed is a timeout, whichever shard was under way.
     let kind = match source.failure() {
         Some(ErrorKind::Timeout) => ErrorKind::Timeout,
+        // A shard of another commit than its index's: the set is not that commit's either.
+        Some(ErrorKind::CommitMoved) => ErrorKind::CommitMoved,
         _ => ErrorKind::Shard,
     };
     let (shards, unused) = source.into_costs();
