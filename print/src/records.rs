@@ -411,6 +411,9 @@ pub(crate) struct HubRecord<'a> {
     pub(crate) etag: Option<&'a str>,
     /// `lfs_sha256`: the SHA-256 the hub publishes (LFS files).
     pub lfs_sha256: Option<&'a str>,
+    /// `published_sha256`: every id published for the file that a deep check compared, by
+    /// source.
+    pub(crate) published: &'a [(String, String)],
 }
 
 impl<'a> HubRecord<'a> {
@@ -424,17 +427,21 @@ impl<'a> HubRecord<'a> {
             commit,
             etag,
             lfs_sha256,
+            published: &[],
         }
     }
 }
 
 impl<'a> From<&'a stcheck_gate::HubInfo> for HubRecord<'a> {
     fn from(h: &'a stcheck_gate::HubInfo) -> Self {
-        HubRecord::new(
-            h.commit.as_deref(),
-            h.etag.as_deref(),
-            h.lfs_sha256.as_deref(),
-        )
+        HubRecord {
+            published: &h.published_sha256,
+            ..HubRecord::new(
+                h.commit.as_deref(),
+                h.etag.as_deref(),
+                h.lfs_sha256.as_deref(),
+            )
+        }
     }
 }
 
@@ -452,6 +459,14 @@ impl RemoteInfo<'_> {
             }
             if let Some(x) = h.lfs_sha256 {
                 m.serialize_entry("lfs_sha256", x)?;
+            }
+            if !h.published.is_empty() {
+                let ids: Vec<serde_json::Value> = h
+                    .published
+                    .iter()
+                    .map(|(source, id)| serde_json::json!({"source": source, "sha256": id}))
+                    .collect();
+                m.serialize_entry("published_sha256", &ids)?;
             }
         }
         Ok(())

@@ -210,6 +210,49 @@ impl Error {
         .into()
     }
 
+    /// `INTEGRITY-SHA256` from every id published for a file: `published` holds `(source,
+    /// id)` pairs (the source named as the user knows it: "the hub's listing (lfs.oid)",
+    /// "X-Linked-Etag", "--expect-sha256"); `computed` is the file's SHA-256. `None` when every
+    /// id is a SHA-256 (64 hex digits) equal to `computed`; else the finding names each
+    /// source and what it says, and why they are not one published file: an id that is not a
+    /// SHA-256, ids that disagree among themselves, or ids that are not the bytes.
+    pub fn sha256_published(computed: &[u8; 32], published: &[(&str, &str)]) -> Option<Error> {
+        let hex: String = computed.iter().map(|b| format!("{b:02x}")).collect();
+        let is_sha = |id: &str| id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+        let malformed = published.iter().any(|(_, id)| !is_sha(id));
+        let first = published.first()?.1;
+        let disagree = published
+            .iter()
+            .any(|(_, id)| !id.eq_ignore_ascii_case(first));
+        if !malformed && !disagree && first.eq_ignore_ascii_case(&hex) {
+            return None;
+        }
+        let said: Vec<String> = published
+            .iter()
+            .map(|(source, id)| {
+                let shown: String = id
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .take(80)
+                    .collect::<String>()
+                    .to_ascii_lowercase();
+                match is_sha(id) {
+                    true => format!("{source} publishes {shown}"),
+                    false => format!("{source} publishes {shown:?}, not a SHA-256"),
+                }
+            })
+            .collect();
+        let why = if malformed {
+            "a published id is not a SHA-256 (64 hex digits): the bytes cannot be confirmed"
+        } else if disagree {
+            "the published ids disagree: no one version of the file was published"
+        } else {
+            "these are not the bytes that were published"
+        };
+        let message = format!("the file's SHA-256 is {hex}; {}: {why}", said.join("; "));
+        Some(Finding::new(Rule::IntegritySha256, 0, message).into())
+    }
+
     /// The finding behind the error.
     pub fn finding(&self) -> &Finding {
         &self.0

@@ -41,6 +41,10 @@ struct File {
     lfs: bool,
     /// What the CDN serves instead (a tampered object), if anything.
     served: Option<Vec<u8>>,
+    /// What the listing publishes as `lfs.oid` instead of the SHA-256, if anything.
+    listed: Option<String>,
+    /// What `X-Linked-Etag` publishes instead of the SHA-256, if anything.
+    linked: Option<String>,
 }
 
 fn file(path: &str, bytes: Vec<u8>) -> File {
@@ -50,6 +54,8 @@ fn file(path: &str, bytes: Vec<u8>) -> File {
         bytes,
         lfs,
         served: None,
+        listed: None,
+        linked: None,
     }
 }
 
@@ -246,7 +252,8 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
                     });
                     if f.lfs {
                         e["lfs"] = serde_json::json!({
-                            "oid": sha256_hex(&f.bytes), "size": f.bytes.len(), "pointerSize": 134
+                            "oid": f.listed.clone().unwrap_or_else(|| sha256_hex(&f.bytes)),
+                            "size": f.bytes.len(), "pointerSize": 134
                         });
                     }
                     entries.push(e);
@@ -320,7 +327,10 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
                     commit.clone()
                 },
             )
-            .header("X-Linked-Etag", format!("\"{sha}\""))
+            .header(
+                "X-Linked-Etag",
+                format!("\"{}\"", f.linked.as_deref().unwrap_or(&sha)),
+            )
             .header("X-Linked-Size", f.bytes.len().to_string())
     } else {
         serve_file(req, &f.bytes, true).header("X-Repo-Commit", commit.as_str())
@@ -508,6 +518,14 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
     evil[last] ^= 0x40;
     tampered.served = Some(evil);
     repos.insert("org/tampered".into(), one_commit(&c1, vec![tampered]));
+    // Published ids that disagree: the listing's is the bytes', the X-Linked-Etag another's;
+    // or the listing's is not a SHA-256 (63 hex digits).
+    let mut disagree = file("model.safetensors", model.clone());
+    disagree.linked = Some(sha256_hex(b"another file"));
+    repos.insert("org/disagree".into(), one_commit(&c1, vec![disagree]));
+    let mut malformed = file("model.safetensors", model.clone());
+    malformed.listed = Some(sha256_hex(&model)[1..].to_owned());
+    repos.insert("org/malformed".into(), one_commit(&c1, vec![malformed]));
     let mut looping = one_commit(&c1, vec![file("model.safetensors", model.clone())]);
     looping.looping_pages = true;
     repos.insert("org/loop".into(), looping);
@@ -702,6 +720,67 @@ fn a_tampered_lfs_file_is_an_integrity_error() {
     let out = hub.run(&["--explain", "INTEGRITY-SHA256"], None);
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("INTEGRITY-SHA256"));
+}
+
+#[test]
+fn published_ids_that_disagree_are_an_integrity_error_by_every_route() {
+    let (repos, model) = model_repo();
+    let hub = Hub::start(repos);
+    let real = sha256_hex(&model);
+    let other = sha256_hex(b"another file");
+    for address in ["hf://org/disagree", "hf://org/disagree/model.safetensors"] {
+        let out = hub.run(&["--json", "--sha256", address], None);
+        assert_eq!(out.code, 1, "{address}: {}", out.stdout);
+        let v = lines(&out.stdout);
+        let f = records(&v, "file")[0];
+        assert_eq!(f["error"]["rule"], "INTEGRITY-SHA256", "{address}");
+        let message = f["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("X-Linked-Etag publishes {other}")),
+            "{message}"
+        );
+        assert!(
+            message.contains("disagree") || message.contains("not the bytes"),
+            "{message}"
+        );
+    }
+    // Both ids named, each with its source, where the listing gave one.
+    let out = hub.run(&["--json", "--sha256", "hf://org/disagree"], None);
+    let v = lines(&out.stdout);
+    let f = records(&v, "file")[0];
+    let message = f["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("(lfs.oid) publishes {real}")),
+        "{message}"
+    );
+    assert!(message.contains("disagree"), "{message}");
+    let ids: Vec<(&str, &str)> = f["published_sha256"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| {
+                    let s = |k: &str| i[k].as_str().unwrap_or_default();
+                    (s("source"), s("sha256"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        ids,
+        [
+            ("the hub's listing (lfs.oid)", real.as_str()),
+            ("X-Linked-Etag", other.as_str())
+        ],
+        "{f}"
+    );
+    // A listing's id that is not a SHA-256 is not dropped: the file is not confirmed.
+    let out = hub.run(&["--json", "--sha256", "hf://org/malformed"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    let f = records(&v, "file")[0];
+    assert_eq!(f["error"]["rule"], "INTEGRITY-SHA256");
+    let message = f["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not a SHA-256"), "{message}");
 }
 
 #[test]

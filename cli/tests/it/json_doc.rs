@@ -214,6 +214,8 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
             "set/m.safetensors.index.json",
         ],
         &[url.as_str(), index_url.as_str(), gone_url.as_str()],
+        // The ids published for the file, compared with its SHA-256 (`published_sha256`).
+        &["--sha256", url.as_str()],
     ];
     for args in runs {
         for line in run(&dir, args) {

@@ -448,22 +448,36 @@ pub(super) fn check_file(
         return check_header(session, url, &config);
     }
     let mut file = check_stream(session, url, &config)?;
-    // INTEGRITY-SHA256: the hash of a file the format accepts, against the one its server
-    // publishes (the listing's LFS id, else X-Linked-Etag).
-    let published = published
-        .map(str::to_owned)
-        .or_else(|| session.hub.lfs_sha256.clone());
-    if let Some(published) = published {
-        session.hub.lfs_sha256 = Some(published.clone());
-        if let (Some(computed), Ok(_)) = (&file.checked.sha256, &file.checked.verdict) {
-            let hex: String = computed.iter().map(|b| format!("{b:02x}")).collect();
-            if !hex.eq_ignore_ascii_case(&published) {
-                file.checked.verdict = Err(stcheck::Error::sha256_mismatch(&published, computed));
-            }
+    // INTEGRITY-SHA256: the hash of a file the format accepts, against every id published for
+    // it (the listing's LFS id, the X-Linked-Etag, the user's): one decision whatever the
+    // route, any disagreement named with its sources.
+    let mut ids: Vec<(&str, String)> = Vec::new();
+    if let Some(listed) = published {
+        ids.push((LISTING, listed.to_owned()));
+    }
+    if let Some(linked) = session.hub.lfs_sha256.clone() {
+        ids.push((LINKED_ETAG, linked));
+    }
+    if let Some(first) = ids.first() {
+        // The record's `lfs_sha256`: the listing's, else the header's.
+        session.hub.lfs_sha256 = Some(first.1.to_ascii_lowercase());
+    }
+    session.hub.published_sha256 = ids
+        .iter()
+        .map(|(s, id)| ((*s).to_owned(), id.clone()))
+        .collect();
+    if let (Some(computed), Ok(_)) = (&file.checked.sha256, &file.checked.verdict) {
+        let pairs: Vec<(&str, &str)> = ids.iter().map(|(s, id)| (*s, id.as_str())).collect();
+        if let Some(e) = stcheck::Error::sha256_published(computed, &pairs) {
+            file.checked.verdict = Err(e);
         }
     }
     Ok(file)
 }
+
+/// The sources of a published SHA-256, as messages and records name them.
+pub(super) const LISTING: &str = "the hub's listing (lfs.oid)";
+pub(super) const LINKED_ETAG: &str = "X-Linked-Etag";
 
 /// Whether the URL names an index (by its last path segment, as a local path would).
 pub(super) fn names_index(url: &Url) -> bool {

@@ -30,7 +30,7 @@ use ureq::http::{HeaderMap, Method};
 
 use super::address::{HfAddress, Origin, Url};
 use super::http::{read_up_to, Deadline, Session};
-use super::said::{clean, is_commit, is_sha256_hex};
+use super::said::{clean, is_commit};
 use super::{Cost, ErrorKind, Remote, RemoteError};
 pub use crate::event::HubInfo;
 
@@ -48,7 +48,9 @@ pub struct RepoFile {
     pub path: String,
     /// Its length, as listed.
     pub size: Option<u64>,
-    /// The SHA-256 of its LFS object, lower case, for a file stored in LFS.
+    /// The SHA-256 of its LFS object, lower case, for a file stored in LFS: the listing's
+    /// `lfs.oid` as given (at most 80 characters), which may not be a SHA-256 (a deep check
+    /// then fails the file with `INTEGRITY-SHA256`).
     pub lfs_sha256: Option<String>,
 }
 
@@ -263,8 +265,9 @@ pub(super) fn files_of_page(
         let lfs_sha256 = e
             .lfs
             .and_then(|l| l.oid)
-            .filter(|o| is_sha256_hex(o))
-            .map(|o| o.to_ascii_lowercase());
+            // Kept even when it is not a SHA-256 (cut short): a deep check then says so
+            // (INTEGRITY-SHA256), instead of comparing nothing.
+            .map(|o| o.chars().take(80).collect::<String>().to_ascii_lowercase());
         files.push(RepoFile {
             path: e.path,
             size: e.size,

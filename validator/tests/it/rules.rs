@@ -1635,6 +1635,36 @@ fn integrity_sha256() {
     seen(Rule::IntegritySha256);
 }
 
+/// Every id published for a file against its SHA-256: one decision, each source named.
+#[test]
+fn integrity_sha256_from_every_published_id() {
+    let computed = [0xabu8; 32];
+    let (good, other) = ("ab".repeat(32), "cd".repeat(32));
+    let ok = Error::sha256_published(
+        &computed,
+        &[("listing", &good), ("etag", &good.to_uppercase())],
+    );
+    assert!(ok.is_none(), "{ok:?}");
+    assert!(Error::sha256_published(&computed, &[]).is_none());
+    for (ids, why) in [
+        (vec![("listing", other.as_str())], "not the bytes"),
+        (
+            vec![("listing", good.as_str()), ("etag", other.as_str())],
+            "disagree",
+        ),
+        (vec![("listing", &good[1..])], "not a SHA-256"),
+        (vec![("listing", "\u{1b}[31mevil\nline")], "not a SHA-256"),
+    ] {
+        let e = Error::sha256_published(&computed, &ids).expect("an integrity error");
+        assert_eq!(e.rule(), Rule::IntegritySha256);
+        assert!(e.message().contains(why), "{e}");
+        for (source, _) in &ids {
+            assert!(e.message().contains(&format!("{source} publishes")), "{e}");
+        }
+        assert!(!e.message().contains('\n') && !e.message().contains('\u{1b}'));
+    }
+}
+
 #[test]
 fn every_header_rule_is_exercised() {
     let tests: &[fn()] = &[
