@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Build every fuzz target with nightly and run each for FUZZ_SECONDS (default 60) seconds.
-# Fails on any crash, leak, out-of-memory or timeout (libFuzzer exits non-zero and writes the
-# input to fuzz/artifacts/<target>/). Called by .ci/run; see fuzz/README.md.
+# Build every fuzz target with nightly and run each for FUZZ_SECONDS (default 30) seconds,
+# starting from its kept corpus (fuzz/corpus/<target>/, committed) and the seeds made from
+# corpus/ (fuzz/seed-corpora.sh), with its dictionary (fuzz/dict/). Fails on any crash, leak,
+# out-of-memory or timeout (libFuzzer exits non-zero and writes the input to
+# fuzz/artifacts/<target>/); the input is then kept under target/fuzz-findings/<target>/ and
+# printed in base64, so it outlives the machine. Called by .ci/run; see fuzz/README.md.
 #
-#   FUZZ_SECONDS   seconds per target (default 60)
+#   FUZZ_SECONDS   seconds per target (default 30)
 #   FUZZ_TARGETS   space-separated targets to run (default: every target of fuzz/Cargo.toml)
 #   FUZZ_LOG_DIR   where the logs go (default target/fuzz-logs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-60}
+seconds=${FUZZ_SECONDS:-30}
 log_dir=${FUZZ_LOG_DIR:-target/fuzz-logs}
 mkdir -p "$log_dir"
 
@@ -30,7 +33,10 @@ targets=${FUZZ_TARGETS:-$(cd fuzz && cargo +nightly fuzz list)}
 # is checked everywhere; AddressSanitizer (the default) also detects leaks.
 (cd fuzz && cargo +nightly fuzz build -O -a)
 
-bash fuzz/seed-corpora.sh
+# The kept corpus is copied, so that what a run adds stays out of the work tree; the seeds are a
+# second, read-only corpus directory.
+bash fuzz/seed-corpora.sh target/fuzz-seeds
+work=target/fuzz-corpus
 
 # Memory: inputs are capped at 64 KiB (-max_len), so a single allocation above 512 MiB or a
 # resident size above 2 GiB can only be a bug (the validator allocates O(header length)).
@@ -43,18 +49,37 @@ flags=(
     -print_final_stats=1
 )
 
+# The dictionary of each target (none for the `arbitrary`-driven ones).
+dict_of() {
+    case $1 in
+        validate | stream | differential | fast_path | remote_index) echo "-dict=$PWD/fuzz/dict/safetensors.dict" ;;
+        address | hub_listing | content_range | glob) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
+    esac
+}
+
 failed=()
 mkdir -p target/fuzz-findings
 for t in $targets; do
     echo "--- fuzz $t for ${seconds}s (log: $log_dir/$t.log)"
-    mkdir -p "fuzz/corpus/$t"
+    rm -rf "$work/$t"
+    mkdir -p "$work/$t" "target/fuzz-seeds/$t"
+    if [ -d "fuzz/corpus/$t" ]; then cp -R "fuzz/corpus/$t/." "$work/$t/"; fi
+    dict=$(dict_of "$t")
     if (cd fuzz && STCHECK_FINDINGS_DIR="$PWD/../target/fuzz-findings" \
-            cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- "${flags[@]}") \
+            cargo +nightly fuzz run -O -a "$t" "../$work/$t" "../target/fuzz-seeds/$t" -- \
+            "${flags[@]}" ${dict:+"$dict"}) \
             > "$log_dir/$t.log" 2>&1; then
         grep -E '^stat::number_of_executed_units|^#[0-9]+ +DONE' "$log_dir/$t.log" | tail -2 || true
     else
         echo "FAILED: fuzz target $t (crash, leak, OOM or timeout); last lines of the log:"
         tail -40 "$log_dir/$t.log"
+        mkdir -p "target/fuzz-findings/$t"
+        for a in fuzz/artifacts/"$t"/*; do
+            [ -f "$a" ] || continue
+            cp "$a" "target/fuzz-findings/$t/"
+            echo "finding input $(basename "$a") (base64; keep it under fuzz/corpus/$t/ with a regression test):"
+            base64 -w 76 "$a" | head -200
+        done
         failed+=("$t")
     fi
     # Findings in the reference crate are reported, not failures.

@@ -226,3 +226,78 @@ mod tests {
         );
     }
 }
+
+/// The positional arguments of a helper binary of `benches/`, after its options: `-h` or
+/// `--help` prints `usage` and exits 0; `--` ends the options (what follows is positional even
+/// if it starts with `-`); any other argument that starts with `-` (but `-` alone), or more
+/// than `max` positional arguments, prints `usage` on standard error and exits 2. So `memgen
+/// --help` shows how to use it instead of writing its inputs into a directory named `--help`.
+pub fn positional_args(
+    args: impl IntoIterator<Item = String>,
+    usage: &str,
+    max: usize,
+) -> Vec<String> {
+    match parse_positional(args, max) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            print!("{usage}");
+            std::process::exit(0);
+        }
+        Err(why) => {
+            eprint!("{why}\n{usage}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// [`positional_args`] without the exit: `Ok(None)` for a request for help.
+pub fn parse_positional(
+    args: impl IntoIterator<Item = String>,
+    max: usize,
+) -> Result<Option<Vec<String>>, String> {
+    let mut out = Vec::new();
+    let mut options = true;
+    for a in args {
+        if options && a == "--" {
+            options = false;
+        } else if options && (a == "-h" || a == "--help") {
+            return Ok(None);
+        } else if options && a.starts_with('-') && a != "-" {
+            return Err(format!("unknown option {a:?}"));
+        } else {
+            out.push(a);
+        }
+    }
+    if out.len() > max {
+        return Err(format!("at most {max} arguments, {} given", out.len()));
+    }
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod args_tests {
+    use super::parse_positional;
+
+    fn parse(args: &[&str], max: usize) -> Result<Option<Vec<String>>, String> {
+        parse_positional(args.iter().map(|a| (*a).to_owned()), max)
+    }
+
+    #[test]
+    fn help_and_unknown_options_are_not_taken_for_paths() {
+        assert_eq!(parse(&["--help"], 2), Ok(None));
+        assert_eq!(parse(&["out", "-h"], 2), Ok(None));
+        let e = parse(&["--hepl"], 2).expect_err("an unknown option");
+        assert!(e.contains("--hepl"), "{e}");
+        assert!(parse(&["-x", "out"], 2).is_err());
+        assert!(parse(&["a", "b", "c"], 2).is_err());
+    }
+
+    #[test]
+    fn positionals_pass_and_double_dash_ends_the_options() {
+        let some = |v: &[&str]| Ok(Some(v.iter().map(|a| (*a).to_owned()).collect()));
+        assert_eq!(parse(&["out", "1000"], 2), some(&["out", "1000"]));
+        assert_eq!(parse(&["--", "--help"], 2), some(&["--help"]));
+        assert_eq!(parse(&["-"], 1), some(&["-"]));
+        assert_eq!(parse(&[], 2), some(&[]));
+    }
+}

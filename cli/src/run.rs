@@ -22,7 +22,7 @@ use stcheck::{Checked, ReadError, ReadMode};
 use stcheck_gate::{Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_print::records::Summary;
 use stcheck_print::sarif::SarifWriter;
-use stcheck_print::{JsonLines, Text};
+use stcheck_print::{text_summary, Github, JsonLines, Text};
 
 use crate::args::{self, Command, Format, Options, ProgressMode};
 use crate::progress::{self, JobHook, Progress, Unit};
@@ -38,7 +38,7 @@ pub(crate) fn main() -> ExitCode {
     };
     let o = match command {
         Command::Help => {
-            let _ = io::stdout().write_all(args::HELP.as_bytes());
+            let _ = io::stdout().write_all(args::help().as_bytes());
             return ExitCode::SUCCESS;
         }
         Command::Version => {
@@ -65,74 +65,34 @@ fn explain(rule: stcheck::Rule) -> ExitCode {
     }
 }
 
-/// Output in input order, written as it is produced: job `i` writes only when jobs `0..i`
-/// have written, and then straight to standard output (no record is built in memory first).
+/// Output in input order without workers waiting for their turn: each job prints into a
+/// buffer of its own ([`JobOutput`]), and what is finished is written in input order by the job
+/// that completes the run of finished jobs (the first not yet written). A job that is first
+/// writes its lines as it produces them, so a long job (a set of many shards) shows its progress
+/// as before. A worker that gets [`REORDER_PER_WORKER`] times the number of workers ahead of the
+/// first unwritten job waits for *space* before it starts another, not for a turn, so what is
+/// held is bounded.
 ///
-/// When there are no more workers than cores, a job whose turn has not come spins a little
-/// before it sleeps: on small files the job before it ends within microseconds, and a sleep
-/// and wake-up (two futex calls and two context switches per file) cost more than the check
-/// itself (20,000 small files with `-j 2` on 2 cores: 0.18 to 0.20 s, against 0.31 to 0.36 s
-/// sleeping at once and 0.27 s with `-j 1`). With more workers than cores a spinning job would
-/// take the core of the job it waits for, so it does not spin; every job then yields its core a
-/// few times before it sleeps, which lets the job it waits for run (10,000 small files, `-j 4`
-/// / `-j 8` on 2 cores: 0.20 / 0.30 s sleeping at once, 0.10 / 0.11 s yielding first; `-j 1`
-/// 0.13 s).
-struct Turns {
-    spins: u32,
-    /// The first job that has not written yet: read without the lock while spinning, changed
-    /// only under it (so a sleeper cannot miss its wake-up).
-    next: AtomicUsize,
-    lock: Mutex<()>,
-    cv: Condvar,
+/// The jobs used to wait for their turn to write (spinning, yielding, then sleeping): on a
+/// machine whose cores are busy the job a waiter needs is not running, and 2,000 small files
+/// took 4-35 times as long with the default `-j` as with `-j 1` (`benches/contention.sh`
+/// gives the figures of this design).
+struct Order {
+    /// The first job whose output has not been written entirely (also [`Run::first`]).
+    next: usize,
+    /// Jobs after `next` that have finished, with their output.
+    ready: std::collections::BTreeMap<usize, Finished>,
+    tally: Summary,
 }
 
-/// How many times a job looks at [`Turns::next`], spinning, before it yields.
-const TURN_SPINS: u32 = 2_000;
-
-/// How many times a job yields its core (to the job it waits for, with more workers than
-/// cores) before it sleeps.
-const TURN_YIELDS: u32 = 100;
-
-impl Turns {
-    fn new(workers: usize) -> Turns {
-        let cores = match workers {
-            0 | 1 => 1,
-            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        Turns {
-            spins: if workers <= cores { TURN_SPINS } else { 0 },
-            next: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
-        }
-    }
-
-    fn wait(&self, i: usize) {
-        let ready = || self.next.load(Ordering::Acquire) >= i;
-        for _ in 0..self.spins {
-            if ready() {
-                return;
-            }
-            std::hint::spin_loop();
-        }
-        for _ in 0..TURN_YIELDS {
-            if ready() {
-                return;
-            }
-            std::thread::yield_now();
-        }
-        let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        while !ready() {
-            guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    fn done(&self, i: usize) {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.next.fetch_max(i + 1, Ordering::Release);
-        self.cv.notify_all();
-    }
+/// A finished job's output, waiting for the jobs before it.
+struct Finished {
+    bytes: Vec<u8>,
+    errors: Vec<String>,
 }
+
+/// How many finished jobs may wait for the first unwritten one, per worker.
+const REORDER_PER_WORKER: usize = 64;
 
 /// Standard output. With a progress bar on the same terminal, whole lines are written while the
 /// bar is cleared (a partial line waits for its end, so the bar never lands inside a line);
@@ -194,6 +154,7 @@ enum Output {
     Text(Text<Out>),
     Json(JsonLines<Out>),
     Sarif(SarifWriter<Out>),
+    Github(Github<Out>),
 }
 
 impl Output {
@@ -202,6 +163,7 @@ impl Output {
             Output::Text(p) => p.get_mut(),
             Output::Json(p) => p.get_mut(),
             Output::Sarif(w) => w.get_mut(),
+            Output::Github(p) => p.get_mut(),
         }
     }
 
@@ -210,42 +172,57 @@ impl Output {
             Output::Text(p) => p,
             Output::Json(p) => p,
             Output::Sarif(w) => w,
+            Output::Github(p) => p,
         }
     }
 }
 
-/// Standard output and the tally, shared by the jobs (one writes at a time, in turn).
+/// Standard output, shared by the jobs (written by one job at a time, in input order).
 struct Shared {
     output: Output,
-    tally: Summary,
     broken: bool,
     bar: Option<Progress>,
 }
 
+/// Count a finished job in `tally`.
+fn count(tally: &mut Summary, done: &stcheck_gate::Done) {
+    match done.status {
+        Status::Valid => tally.valid += 1,
+        Status::Invalid => tally.invalid += 1,
+        Status::IoError => tally.io_errors += 1,
+        Status::NotChecked => tally.not_checked += 1,
+    }
+    if done.status != Status::NotChecked {
+        if done.is_index {
+            tally.indexes += 1;
+        } else {
+            tally.files += 1;
+        }
+    }
+}
+
 impl Shared {
-    /// Count a finished job and account for a write error (a closed pipe ends the run).
-    fn finish_job(&mut self, done: stcheck_gate::Done, stop: &AtomicBool) {
-        match done.status {
-            Status::Valid => self.tally.valid += 1,
-            Status::Invalid => self.tally.invalid += 1,
-            Status::IoError => self.tally.io_errors += 1,
-            Status::NotChecked => self.tally.not_checked += 1,
+    /// Write a job's lines: `errors` on standard error, `bytes` to the output (unless the pipe
+    /// is closed).
+    fn put(&mut self, bytes: &[u8], errors: &[String]) -> io::Result<()> {
+        for line in errors {
+            self.error_line(line);
         }
-        if done.status != Status::NotChecked {
-            if done.is_index {
-                self.tally.indexes += 1;
-            } else {
-                self.tally.files += 1;
-            }
+        if self.broken || bytes.is_empty() {
+            return Ok(());
         }
-        let written = done.written.and_then(|()| self.output.out().flush());
+        self.output.out().write_all(bytes)
+    }
+
+    /// Account for a write error: a closed pipe ends the run, any other is counted.
+    fn failed(&mut self, written: io::Result<()>, tally: &mut Summary, stop: &AtomicBool) {
         if let Err(e) = written {
             if e.kind() == io::ErrorKind::BrokenPipe {
                 self.broken = true;
                 stop.store(true, Ordering::Relaxed);
             } else {
                 self.error_line(&format!("stcheck: writing the output: {e}"));
-                self.tally.io_errors += 1;
+                tally.io_errors += 1;
             }
         }
     }
@@ -262,39 +239,132 @@ impl Shared {
     }
 }
 
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The sink of job `i`: it waits for the job's turn at its first event, then holds standard
-/// output until the job ends; what could not be read is repeated on standard error.
-struct InTurn<'r> {
+/// Where job `i` prints: a printer of its own into memory (text, JSON Lines), whose bytes go to
+/// standard output as soon as every job before it has been written; or, for SARIF (one
+/// document, whose printer numbers its results), the shared printer, in the job's turn.
+struct JobOutput<'r> {
     i: usize,
-    turns: &'r Turns,
-    shared: &'r Mutex<Shared>,
-    guard: Option<MutexGuard<'r, Shared>>,
+    run: &'r Run<'r>,
+    printer: JobPrinter,
+    /// Lines for standard error not written yet.
+    errors: Vec<String>,
+    /// Whether every job before this one has been written: its lines then go out as they come.
+    first: bool,
 }
 
-impl<'r> InTurn<'r> {
-    fn shared(&mut self) -> &mut Shared {
-        if self.guard.is_none() {
-            self.turns.wait(self.i);
-            self.guard = Some(lock(self.shared));
+enum JobPrinter {
+    Text(Text<Vec<u8>>),
+    Json(JsonLines<Vec<u8>>),
+    /// The shared printer (SARIF, GitHub annotations).
+    Shared,
+}
+
+impl JobPrinter {
+    fn bytes(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            JobPrinter::Text(p) => Some(p.get_mut()),
+            JobPrinter::Json(p) => Some(p.get_mut()),
+            JobPrinter::Shared => None,
         }
-        self.guard.as_mut().expect("taken above")
+    }
+}
+
+impl<'r> JobOutput<'r> {
+    fn is_first(&mut self) -> bool {
+        self.first = self.first || self.run.first.load(Ordering::Acquire) == self.i;
+        self.first
     }
 
-    /// Forward an event to the printer, unless the pipe is closed.
+    /// The shared output once this job is first: for SARIF the job waits for that (asleep: a
+    /// job ahead of it holds its turn, and the capacity bound keeps the wait short of a hang).
+    fn wait_first(&mut self) -> MutexGuard<'r, Shared> {
+        let run = self.run;
+        if !self.is_first() {
+            let mut order = lock(&run.order);
+            while order.next < self.i && !run.stop.load(Ordering::Relaxed) {
+                order = run.written.wait(order).unwrap_or_else(|p| p.into_inner());
+            }
+            self.first = true;
+        }
+        lock(&run.shared)
+    }
+
+    /// Print an event with the job's printer, and pass what it printed on if the job is first.
     fn forward(&mut self, f: impl FnOnce(&mut dyn Sink) -> io::Result<()>) -> io::Result<()> {
-        let s = self.shared();
-        if s.broken {
-            return Ok(());
+        let p = match &mut self.printer {
+            JobPrinter::Text(p) => p as &mut dyn Sink,
+            JobPrinter::Json(p) => p,
+            JobPrinter::Shared => {
+                let mut s = self.wait_first();
+                if s.broken {
+                    return Ok(());
+                }
+                return f(s.output.sink());
+            }
+        };
+        f(p)?;
+        if self.is_first() {
+            let mut s = lock(&self.run.shared);
+            let bytes = self.printer.bytes().map(std::mem::take).unwrap_or_default();
+            let errors = std::mem::take(&mut self.errors);
+            s.put(&bytes, &errors)?;
         }
-        f(s.output.sink())
+        Ok(())
+    }
+
+    /// A line for standard error, written in the job's order.
+    fn error_line(&mut self, line: String) {
+        if matches!(self.printer, JobPrinter::Shared) {
+            self.wait_first().error_line(&line);
+        } else if self.is_first() {
+            lock(&self.run.shared).error_line(&line);
+        } else {
+            self.errors.push(line);
+        }
+    }
+
+    /// The job has ended: count it, and write its output and every finished job's after it,
+    /// if it is first; otherwise leave its output for the job before it.
+    fn finish(mut self, done: stcheck_gate::Done) {
+        let run = self.run;
+        let mut bytes = self.printer.bytes().map(std::mem::take).unwrap_or_default();
+        let mut errors = std::mem::take(&mut self.errors);
+        let mut order = lock(&run.order);
+        count(&mut order.tally, &done);
+        if order.next != self.i {
+            // A job before this one has not ended yet: it writes this one's output.
+            if done.written.is_err() {
+                lock(&run.shared).failed(done.written, &mut order.tally, &run.stop);
+            }
+            order.ready.insert(self.i, Finished { bytes, errors });
+            return;
+        }
+        let mut s = lock(&run.shared);
+        let mut written = done.written;
+        loop {
+            let put = s.put(&bytes, &errors);
+            s.failed(written.and(put), &mut order.tally, &run.stop);
+            order.next += 1;
+            let next = order.next;
+            match order.ready.remove(&next) {
+                Some(f) => (bytes, errors, written) = (f.bytes, f.errors, Ok(())),
+                None => break,
+            }
+        }
+        let flushed = s.output.out().flush();
+        s.failed(flushed, &mut order.tally, &run.stop);
+        drop(s);
+        run.first.store(order.next, Ordering::Release);
+        drop(order);
+        run.written.notify_all();
     }
 }
 
-impl Sink for InTurn<'_> {
+impl Sink for JobOutput<'_> {
     fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, via: &Via) -> io::Result<()> {
         self.forward(|s| s.file(at, checked, via))
     }
@@ -324,16 +394,14 @@ impl Sink for InTurn<'_> {
         via: &Via,
     ) -> io::Result<()> {
         if let Err(e) = outcome {
-            self.shared()
-                .error_line(&format!("stcheck: {}: {e}", at.text));
+            self.error_line(format!("stcheck: {}: {e}", at.text));
         }
         self.forward(|s| s.index_end(at, outcome, via))
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
         if how == Unchecked::Unreadable {
-            self.shared()
-                .error_line(&format!("stcheck: {}: {why}", at.text));
+            self.error_line(format!("stcheck: {}: {why}", at.text));
         }
         self.forward(|s| s.not_checked(at, why, how))
     }
@@ -379,7 +447,13 @@ impl Drop for Slot<'_> {
 struct Run<'r> {
     o: &'r Options,
     threads: usize,
-    turns: Turns,
+    order: Mutex<Order>,
+    /// [`Order::next`], read without the lock.
+    first: AtomicUsize,
+    /// Signalled when jobs' output has been written (there is space, a turn has come).
+    written: Condvar,
+    /// How many jobs may be started past the first unwritten one.
+    capacity: usize,
     shared: Mutex<Shared>,
     stop: AtomicBool,
     bar: Option<Progress>,
@@ -391,19 +465,35 @@ impl Run<'_> {
         if let Some(b) = &self.bar {
             b.start(&target_text(target));
         }
-        let mut sink = InTurn {
+        let printer = match self.o.format {
+            Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
+            Format::Json => JobPrinter::Json(JsonLines::new(Vec::new(), self.o.print())),
+            Format::Sarif | Format::Github => JobPrinter::Shared,
+        };
+        let mut sink = JobOutput {
             i,
-            turns: &self.turns,
-            shared: &self.shared,
-            guard: None,
+            run: self,
+            printer,
+            errors: Vec::new(),
+            first: false,
         };
         let done = self.o.gate.check(target, self.threads, &hook, &mut sink);
-        sink.shared().finish_job(done, &self.stop);
-        drop(sink);
+        sink.finish(done);
         if let Some(b) = &self.bar {
             b.job_done(planned, hook.told());
         }
-        self.turns.done(i);
+    }
+
+    /// Wait until job `i` may start: fewer than [`Run::capacity`] jobs before it are still
+    /// unwritten (or the run is stopping).
+    fn wait_for_space(&self, i: usize) {
+        if i < self.first.load(Ordering::Acquire) + self.capacity {
+            return;
+        }
+        let mut order = lock(&self.order);
+        while i >= order.next + self.capacity && !self.stop.load(Ordering::Relaxed) {
+            order = self.written.wait(order).unwrap_or_else(|p| p.into_inner());
+        }
     }
 }
 
@@ -490,14 +580,21 @@ fn run(o: &Options) -> u8 {
         }
         Format::Json => Output::Json(JsonLines::new(out, o.print())),
         Format::Text => Output::Text(Text::new(out, o.print())),
+        Format::Github => Output::Github(Github::new(out)),
     };
     let run = Run {
         o,
         threads,
-        turns: Turns::new(workers),
+        order: Mutex::new(Order {
+            next: 0,
+            ready: std::collections::BTreeMap::new(),
+            tally: Summary::default(),
+        }),
+        first: AtomicUsize::new(0),
+        written: Condvar::new(),
+        capacity: REORDER_PER_WORKER * workers,
         shared: Mutex::new(Shared {
             output,
-            tally: Summary::default(),
             broken: false,
             bar: bar.clone(),
         }),
@@ -508,18 +605,16 @@ fn run(o: &Options) -> u8 {
     // One worker needs no thread of its own.
     let work = || loop {
         if run.stop.load(Ordering::Relaxed) {
-            // Let the jobs after ours go on to their own end.
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= targets.len() {
-                break;
-            }
-            run.turns.done(i);
-            continue;
+            // The pipe is closed: nothing more is started (the jobs under way end, and a
+            // SARIF job waiting for its turn stops waiting).
+            run.written.notify_all();
+            break;
         }
         let (i, target, _slot) = {
             let _order = dispatch.lock().unwrap_or_else(|p| p.into_inner());
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(target) = targets.get(i) else { break };
+            run.wait_for_space(i);
             let slots = if is_url(target) { &net } else { &cpu };
             (i, target, slots.take())
         };
@@ -537,9 +632,13 @@ fn run(o: &Options) -> u8 {
     if let Some(b) = &run.bar {
         b.clear();
     }
-    let mut s = run.shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    s.tally.exit_code = exit_code(&s.tally);
-    let tally = s.tally;
+    let mut tally = run
+        .order
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .tally;
+    let s = run.shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    tally.exit_code = exit_code(&tally);
     let written = if s.broken {
         Ok(())
     } else {
@@ -548,6 +647,8 @@ fn run(o: &Options) -> u8 {
                 .summary(&tally, started.elapsed())
                 .and_then(|()| p.get_mut().drain(true)),
             Output::Json(mut p) => p.summary(&tally).and_then(|()| p.get_mut().drain(true)),
+            Output::Github(mut p) => text_summary(p.get_mut(), &tally, started.elapsed())
+                .and_then(|()| p.get_mut().drain(true)),
             Output::Sarif(w) => w
                 .finish(tally.exit_code)
                 .and_then(|mut out| out.drain(true)),
@@ -556,8 +657,8 @@ fn run(o: &Options) -> u8 {
     if let Err(e) = written {
         if e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "stcheck: writing the output: {e}");
-            s.tally.io_errors += 1;
+            tally.io_errors += 1;
         }
     }
-    exit_code(&s.tally)
+    exit_code(&tally)
 }

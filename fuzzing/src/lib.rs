@@ -32,8 +32,11 @@ use stcheck::{Config, Dtype, Error, Report, Rule};
 
 mod differential;
 mod generate;
+mod glob;
 mod index;
 mod mutate;
+mod range;
+mod remote;
 mod scan;
 mod source;
 mod stream;
@@ -41,8 +44,11 @@ mod validate;
 
 pub use differential::*;
 pub use generate::*;
+pub use glob::*;
 pub use index::*;
 pub use mutate::*;
+pub use range::*;
+pub use remote::*;
 pub(crate) use scan::*;
 pub use source::*;
 pub use stream::*;

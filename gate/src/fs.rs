@@ -115,12 +115,61 @@ pub const OTHER_FORMATS: &[(&str, &str)] = &[
 /// The weight format a file name says a file is in, if it is one of [`OTHER_FORMATS`] (the
 /// one classification of local walks and of a hub repository's listing).
 pub fn other_format(name: &OsStr) -> Option<&'static str> {
+    other_format_entry(name).map(|&(_, what)| what)
+}
+
+fn other_format_entry(name: &OsStr) -> Option<&'static (&'static str, &'static str)> {
     let b = name.as_encoded_bytes();
     OTHER_FORMATS
         .iter()
         .find(|(suffix, _)| b.len() > suffix.len() && ends_with_any_case(b, suffix))
-        .map(|&(_, what)| what)
 }
+
+/// What a file that [`other_format`] names is, for [`NotChecked::OtherFormat`]: named by its
+/// first bytes ([`stcheck::format_of`]: a pickle by its opcodes, torch's ZIP, GGUF, HDF5,
+/// ONNX...), its name's suffix only a hint. `head` is what the file's first bytes were, or
+/// why they could not be read; `None` where they were not read (a hub's listing).
+/// `None` when `name` is not one of [`OTHER_FORMATS`].
+pub fn describe_other_format(
+    name: &OsStr,
+    head: Option<Result<&[u8], &io::Error>>,
+) -> Option<String> {
+    let &(suffix, hint) = other_format_entry(name)?;
+    let suffix = suffix.trim_start_matches('.');
+    Some(match head {
+        None => format!("a .{suffix} file, by its name a {hint} (its bytes were not read)"),
+        Some(Ok(bytes)) => match stcheck::format_of(bytes) {
+            Some(f) if f == "a safetensors file" => format!(
+                "a .{suffix} file whose bytes are a safetensors file (named *.safetensors, it \
+                 would be checked)"
+            ),
+            Some(f) => format!("a .{suffix} file whose bytes are {f}"),
+            None => format!(
+                "a .{suffix} file whose first bytes match no format stcheck knows (by its name \
+                 a {hint})"
+            ),
+        },
+        Some(Err(e)) => format!(
+            "a .{suffix} file whose first bytes could not be read ({e}; by its name a {hint})"
+        ),
+    })
+}
+
+/// The first [`HEAD_BYTES`] bytes of the regular file at `path`, opened as
+/// [`open_regular`] opens a file to check (no device, FIFO or file swapped in between).
+fn read_head(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path).map_err(|e| match e {
+        NotChecked::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    })?;
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    file.file().take(HEAD_BYTES as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// How many first bytes of a file of another format are read to name it.
+const HEAD_BYTES: usize = 512;
 
 /// The command-line option that accepts files of other weight formats (the default name in
 /// messages).
@@ -287,8 +336,8 @@ pub enum NotChecked {
     /// A file of another weight format than safetensors ([`other_format`]): a gate cannot
     /// vouch for it.
     OtherFormat {
-        /// What it is.
-        format: &'static str,
+        /// What it is ([`describe_other_format`]).
+        format: String,
         /// The option that accepts it.
         option: &'static str,
     },
@@ -382,7 +431,7 @@ impl fmt::Display for NotChecked {
             ),
             NotChecked::OtherFormat { format, option } => write!(
                 f,
-                "a weight file in another format: {format}; stcheck checks only safetensors, \
+                "another format than safetensors: {format}; stcheck checks only safetensors, \
                  so it cannot vouch for it ({option} accepts such files)"
             ),
             NotChecked::Io(e) => e.fmt(f),
@@ -827,7 +876,10 @@ impl Walker {
             match FileKind::of(ty) {
                 FileKind::Directory => self.subdirectory(path, &mut stack, &mut out),
                 FileKind::Regular if kind.is_none() => {
-                    if let (Some(format), false) = (other_format(&name), self.allow_other_formats) {
+                    if other_format(&name).is_some() && !self.allow_other_formats {
+                        let head = read_head(&path);
+                        let format =
+                            describe_other_format(&name, Some(head.as_deref())).unwrap_or_default();
                         out.push(WalkEntry::NotChecked {
                             path,
                             reason: NotChecked::OtherFormat {

@@ -73,10 +73,31 @@ impl Glob {
         if !self.anchored {
             return match (rel.last(), self.segments.first()) {
                 (Some(name), Some(Some(p))) => segment_matches(p, name),
+                // `**` alone: any name at any depth.
+                (Some(_), Some(None)) => true,
                 _ => false,
             };
         }
-        segments_match(&self.segments, rel)
+        segments_match(&self.segments, rel, &mut 0)
+    }
+
+    /// [`Glob::matches`], and the number of segment comparisons it took (for the `glob` fuzz
+    /// target and the regression test that bounds the work by the path's length).
+    #[doc(hidden)]
+    pub fn matches_counted(&self, rel: &[&[u8]], is_dir: bool) -> (bool, u64) {
+        let mut steps = 0;
+        let found = match (self.dir_only && !is_dir, self.anchored) {
+            (true, _) => false,
+            (false, false) => self.matches(rel, is_dir),
+            (false, true) => segments_match(&self.segments, rel, &mut steps),
+        };
+        (found, steps)
+    }
+
+    /// The number of segments of the pattern (`**` counts as one).
+    #[doc(hidden)]
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
     }
 }
 
@@ -116,15 +137,41 @@ fn class_end(p: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-fn segments_match(pattern: &[Option<Vec<u8>>], rel: &[&[u8]]) -> bool {
-    match pattern.split_first() {
-        None => rel.is_empty(),
-        Some((None, rest)) => (0..=rel.len()).any(|k| segments_match(rest, &rel[k..])),
-        Some((Some(p), rest)) => match rel.split_first() {
-            Some((name, more)) => segment_matches(p, name) && segments_match(rest, more),
-            None => false,
-        },
+/// Segments against path names: `**` matches any run of names, any other segment exactly one.
+/// Greedy with one backtrack point (the last `**` seen), as [`segment_matches`] does for `*`
+/// within a name: a failure after a later `**` never needs an earlier `**` to take more names,
+/// so the work is at most (pattern segments + 1) x (names + 1) segment comparisons, whatever
+/// the number of `**` (a recursion over every split was exponential in them).
+/// `steps` counts the segment comparisons (the regression test bounds it).
+fn segments_match(pattern: &[Option<Vec<u8>>], rel: &[&[u8]], steps: &mut u64) -> bool {
+    let (mut pi, mut ri) = (0usize, 0usize);
+    // The last `**`: its index in the pattern and the first name it does not yet cover.
+    let mut star: Option<(usize, usize)> = None;
+    while ri < rel.len() {
+        *steps += 1;
+        match pattern.get(pi) {
+            Some(None) => {
+                star = Some((pi, ri));
+                pi += 1;
+                continue;
+            }
+            Some(Some(p)) if segment_matches(p, rel[ri]) => {
+                pi += 1;
+                ri += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match star {
+            Some((sp, sr)) => {
+                pi = sp + 1;
+                ri = sr + 1;
+                star = Some((sp, sr + 1));
+            }
+            None => return false,
+        }
     }
+    pattern[pi..].iter().all(Option::is_none)
 }
 
 /// One segment against one name: `*`, `?`, `[...]`, `\x`. Iterative with one backtrack
@@ -236,6 +283,41 @@ mod tests {
             false
         ));
         assert!(!m("*a*a*a*a*a*a*a*a*c", &"a".repeat(40), false));
+    }
+
+    /// Issue 35, hostile case 6: `**/**/**/**/**/**/nomatch` on a tree 80 deep tried every
+    /// split of the path among the six `**` (90 s). The work is now bounded by the pattern's
+    /// segments times the path's names: counted, not timed.
+    #[test]
+    fn many_double_stars_are_linear_in_the_path() {
+        let g = Glob::new("**/**/**/**/**/**/nomatch").expect("a valid pattern");
+        for depth in [1usize, 10, 80, 1000] {
+            let names: Vec<String> = (0..depth).map(|i| format!("d{i}")).collect();
+            let rel: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+            let (found, steps) = g.matches_counted(&rel, true);
+            assert!(!found);
+            let bound = (g.segment_count() as u64 + 1) * (depth as u64 + 1);
+            assert!(steps <= bound, "depth {depth}: {steps} steps > {bound}");
+            // And it still matches where it should.
+            let mut hit = rel.clone();
+            hit.push(b"nomatch");
+            assert!(g.matches_counted(&hit, true).0);
+        }
+        // Backtracking that must let an earlier `**` take more names.
+        assert!(m("a/**/b/c/**/d", "a/b/x/b/c/y/d", false));
+        assert!(m("**/b/c", "b/b/c", false));
+        assert!(!m("**/b/c/**/d", "b/c/b/c/e", false));
+        assert!(m("a/**/**/b", "a/b", false));
+    }
+
+    /// Found by the `glob` fuzz target: `**` alone (no `/`) matched nothing, though a pattern
+    /// without `/` matches a name at any depth and `**` matches any name.
+    #[test]
+    fn double_star_alone_matches_everything() {
+        assert!(m("**", "a", false));
+        assert!(m("**", "a/b/c", true));
+        assert!(m("**/", "a/b", true));
+        assert!(!m("**/", "a/b", false));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod event;
 pub mod fs;
 pub mod glob;
 pub mod options;
@@ -24,8 +25,6 @@ pub mod shards;
 pub mod target;
 pub mod walk;
 
-pub use run::{
-    not_checked, read_index, shown_path, target_of, Cost, Done, Gate, HubInfo, Place, Plan, Shown,
-    Sink, Status, Unchecked, Via,
-};
+pub use event::{Cost, Done, HubInfo, Place, Shown, Sink, Status, Unchecked, Via};
+pub use run::{not_checked, read_index, shown_path, target_of, Gate, Plan};
 pub use walk::Target;

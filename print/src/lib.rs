@@ -3,6 +3,7 @@
 //! - [`records`]: the JSON Lines records (`docs/json-output.md`), written line-safe by
 //!   [`json_out`];
 //! - [`sarif`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`);
+//! - `Github` (feature `gate`): GitHub Actions workflow commands, one annotation per finding;
 //! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF);
 //! - `Text`, `JsonLines` and `sarif::SarifWriter` (feature `gate`, on by default): printers,
 //!   sinks of the gate's events (`stcheck_gate::Sink`).
@@ -12,6 +13,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "gate")]
+mod github;
 pub mod json_out;
 #[cfg(feature = "gate")]
 mod lines;
@@ -22,6 +25,8 @@ pub mod spec;
 #[cfg(feature = "gate")]
 mod text;
 
+#[cfg(feature = "gate")]
+pub use github::Github;
 #[cfg(feature = "gate")]
 pub use lines::JsonLines;
 pub use stcheck::Profile;

@@ -948,13 +948,16 @@ struct StrictRecord<'a> {
 }
 
 /// The record of a path that could not be checked: `{"path", "status": "io_error",
-/// "io_error": message, "read_error": kind}`.
+/// "io_error": message, "read_error": code}`, and `"http_status"` when a server's answer is why
+/// ([`ReadError::code`], [`ReadError::http_status`]).
 #[derive(Debug, Serialize)]
 pub struct UnreadableRecord<'a> {
     path: &'a str,
     status: Status,
     io_error: String,
     read_error: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
 }
 
 impl<'a> UnreadableRecord<'a> {
@@ -964,7 +967,8 @@ impl<'a> UnreadableRecord<'a> {
             path,
             status: Status::IoError,
             io_error: error.to_string(),
-            read_error: error.kind().as_str(),
+            read_error: error.code(),
+            http_status: error.http_status(),
         }
     }
 
@@ -1127,12 +1131,15 @@ impl Serialize for IndexTail<'_> {
 }
 
 /// The fields of an index record after its `shards` when the set could not be read:
-/// `{"status": "io_error", "io_error": message, "read_error": kind}`.
+/// `{"status": "io_error", "io_error": message, "read_error": code}`, and `"http_status"` as
+/// in [`UnreadableRecord`].
 #[derive(Debug, Serialize)]
 pub struct IndexFailure {
     status: Status,
     io_error: String,
     read_error: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
 }
 
 impl IndexFailure {
@@ -1141,7 +1148,8 @@ impl IndexFailure {
         IndexFailure {
             status: Status::IoError,
             io_error: error.to_string(),
-            read_error: error.kind().as_str(),
+            read_error: error.code(),
+            http_status: error.http_status(),
         }
     }
 

@@ -255,3 +255,85 @@ def test_a_killed_scan_resumes_to_the_same_rows(targets: List[str], tmp_path: pa
     assert resumed == whole
     assert _rows(killed) == _rows(tmp_path / "whole")
     assert not list(killed.glob("*.tmp"))
+
+
+# Round-4 hostile cases (issue 35): concurrent and resumed scans lose nothing and misreport
+# nothing; no secret of a URL reaches a Parquet file.
+
+
+def _small_files(targets: List[str]) -> List[str]:
+    return [t for t in targets if t.endswith(".safetensors") and "pipe" not in t][:40]
+
+
+def test_a_second_scan_of_a_directory_in_use_is_refused(targets: List[str], tmp_path: pathlib.Path) -> None:
+    """A scan holds its directory's lock: a second scan raises at once and removes nothing of
+    the first one's batches in flight (it used to delete their temporary files)."""
+    import fcntl
+
+    out = tmp_path / "scan"
+    out.mkdir()
+    in_flight = out / "part-0123456789abcdef0123.parquet.aaaaaaaaaaaa.4242.tmp"
+    in_flight.write_bytes(b"a batch being written by the first scan")
+    with open(out / ".stcheck-scan.lock", "a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(RuntimeError, match="another scan is writing into this directory"):
+            stcheck.dask.scan_to_parquet(_small_files(targets), out, batch_size=5)
+        assert in_flight.exists()
+        assert not list(out.glob("part-*.parquet"))
+    # Once the first scan is gone, its unfinished batch is stale and a scan cleans it up.
+    summary = stcheck.dask.scan_to_parquet(_small_files(targets), out, batch_size=5)
+    assert summary["files"] == len(_small_files(targets))
+    assert not in_flight.exists()
+
+
+def test_a_resume_with_other_options_is_refused(targets: List[str], tmp_path: pathlib.Path) -> None:
+    """Rows written by a header-only scan are not taken for a deep scan's: the resume is
+    refused instead of reporting every target valid without scanning one."""
+    files = _small_files(targets)
+    out = tmp_path / "scan"
+    first = stcheck.dask.scan_to_parquet(files, out, batch_size=8)
+    assert first["files"] == len(files)
+    with pytest.raises(ValueError, match="other options"):
+        stcheck.dask.scan_to_parquet(files, out, batch_size=8, deep=True)
+    # The same options resume (nothing left to do) to the same summary.
+    assert stcheck.dask.scan_to_parquet(files, out, batch_size=8) == first
+
+
+def test_a_corrupt_part_file_is_reported_and_rewritten(targets: List[str], tmp_path: pathlib.Path) -> None:
+    files = _small_files(targets)
+    out = tmp_path / "scan"
+    whole = stcheck.dask.scan_to_parquet(files, out, batch_size=8)
+    part = sorted(out.glob("part-*.parquet"))[2]
+    part.write_bytes(part.read_bytes()[:100])  # a truncated copy
+    with pytest.warns(stcheck.dask.CorruptPartWarning, match="not a readable Parquet file"):
+        resumed = stcheck.dask.scan_to_parquet(files, out, batch_size=8)
+    assert resumed == whole
+    assert len(_rows(out)) == len(files)
+    assert sorted(r["target"] for r in _rows(out)) == sorted(files)
+
+
+def test_no_secret_of_a_url_in_any_column(tmp_path: pathlib.Path) -> None:
+    """URL targets with user information, a presigned query and a fragment: no byte of the
+    secrets is in the Parquet files (the target column used to hold the URL verbatim)."""
+    import socket
+
+    with socket.socket() as s:  # a port with nothing listening: every URL is not checked
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    urls = [
+        f"http://user:hunter2pw@127.0.0.1:{port}/a.safetensors",
+        f"http://127.0.0.1:{port}/b.safetensors?X-Amz-Signature=hunter2sig&X-Amz-Credential=hunter2cred",
+        f"http://127.0.0.1:{port}/c.safetensors#hunter2frag",
+    ]
+    out = tmp_path / "scan"
+    summary = stcheck.dask.scan_to_parquet(urls, out, batch_size=2, timeout=30)
+    assert summary["not_checked"] + summary["io_errors"] == len(urls), summary
+    for part in out.glob("part-*.parquet"):
+        assert b"hunter2" not in part.read_bytes(), part
+    rows = _rows(out)
+    assert len(rows) == len(urls)
+    for row in rows:
+        assert all("hunter2" not in str(v) for v in row.values()), row
+    # A resume finds the rows of the redacted targets: nothing is checked twice.
+    assert stcheck.dask.scan_to_parquet(urls, out, batch_size=2, timeout=30) == summary
+    assert len(_rows(out)) == len(urls)

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import functools
 import http.server
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -210,4 +214,54 @@ def test_a_whole_repository_is_refused_by_check_before_anything_is_checked(
     finally:
         server.shutdown()
         server.server_close()
+        thread.join(30)
+
+
+def _tls_server(tmp_path: Any) -> Tuple[http.server.ThreadingHTTPServer, threading.Thread]:
+    """An HTTPS server on 127.0.0.1 whose certificate no root the run trusts signed."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-subj", "/CN=127.0.0.1", "-days", "1"],
+        check=True, capture_output=True, timeout=120,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    server.handle_error = lambda *args: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificate")
+def test_a_404_a_timeout_and_a_tls_failure_are_three_documented_codes(base_url: str, tmp_path: Any) -> None:
+    # A listening socket that accepts no connection: the request is never answered.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    tls, thread = _tls_server(tmp_path)
+    urls = [
+        f"{base_url}/no/such.safetensors",
+        f"http://127.0.0.1:{silent.getsockname()[1]}/slow.safetensors",
+        f"https://127.0.0.1:{tls.server_address[1]}/model.safetensors",
+    ]
+    try:
+        got = [stcheck.record(u, timeout=1)["data"] for u in urls]
+        assert [(d["status"], d["read_error"], d.get("http_status")) for d in got] == [
+            ("io_error", "http_status", 404),
+            ("io_error", "timeout", None),
+            ("io_error", "tls", None),
+        ]
+        with pytest.raises(stcheck.ReadError) as info:
+            stcheck.check(urls[0])
+        assert info.value.read_error == "http_status" and info.value.http_status == 404
+        with pytest.raises(stcheck.ReadError) as info:
+            stcheck.check(urls[2])
+        assert info.value.read_error == "tls" and info.value.http_status is None
+    finally:
+        silent.close()
+        tls.shutdown()
+        tls.server_close()
         thread.join(30)

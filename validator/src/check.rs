@@ -227,6 +227,36 @@ impl<'a> Checker<'a> {
         require_reference(self.0.finish(), wants)
     }
 
+    /// In the header stage of a checker of known length ([`Checker::with_len`], so the header
+    /// length is bounded by the file's): let `fill` append the rest of the header (`want`
+    /// bytes, or fewer where the input ends) straight to the checker's header buffer, reserved
+    /// at once, instead of feeding it through a buffer of the source's (a second copy of a
+    /// header of up to 100 MB, and that buffer's zero-fill). Bytes past `want` are dropped.
+    /// Returns whether the header stage was there to fill; the bytes taken count as consumed
+    /// as with [`Checker::feed`].
+    pub(crate) fn fill_header(
+        &mut self,
+        fill: &mut dyn FnMut(&mut Vec<u8>, u64) -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
+        let m = &mut self.0;
+        let (Some(_), Stage::Header { prefix, n, buf }) = (m.len, &mut m.stage) else {
+            return Ok(false);
+        };
+        let before = buf.len();
+        let want = *n - before as u64;
+        buf.reserve_exact(usize::try_from(want).unwrap_or(usize::MAX));
+        let filled = fill(buf, want);
+        buf.truncate(usize::try_from(*n).unwrap_or(usize::MAX));
+        m.consumed += (buf.len() - before) as u64;
+        if buf.len() as u64 == *n {
+            let prefix = *prefix;
+            let header = std::mem::take(buf);
+            m.settle_reference(&[&prefix[..], &header[..]]);
+            m.enter_data(&prefix, Cow::Owned(header));
+        }
+        filled.map(|()| true)
+    }
+
     /// Whether the checker has the header and is at the data region, which a source may then
     /// hand over whole ([`Checker::feed_region`]).
     pub(crate) fn at_data(&self) -> bool {

@@ -271,6 +271,8 @@ pub struct ReadError {
     kind: ReadErrorKind,
     /// A finer code than the kind, for machines (e.g. `dangling_link`, `link_loop`).
     code: &'static str,
+    /// The HTTP status a server answered with, for the code `http_status`.
+    http_status: Option<u16>,
     path: Option<PathBuf>,
     shard: Option<Box<str>>,
     message: Box<str>,
@@ -303,7 +305,7 @@ pub enum ReadErrorKind {
 }
 
 impl ReadErrorKind {
-    /// A stable snake_case name, for JSON output.
+    /// A stable snake_case name, for JSON output (read back by `str::parse`).
     pub fn as_str(self) -> &'static str {
         match self {
             ReadErrorKind::NotFound => "not_found",
@@ -319,12 +321,93 @@ impl ReadErrorKind {
     }
 }
 
+/// Every kind, in the order of [`ReadErrorKind::as_str`]'s documentation.
+const READ_ERROR_KINDS: [ReadErrorKind; 9] = [
+    ReadErrorKind::NotFound,
+    ReadErrorKind::NotRegular,
+    ReadErrorKind::LinkNotFollowed,
+    ReadErrorKind::TooLarge,
+    ReadErrorKind::Changed,
+    ReadErrorKind::Loop,
+    ReadErrorKind::Empty,
+    ReadErrorKind::OtherFormat,
+    ReadErrorKind::Io,
+];
+
+/// `FromStr` for the enums named by their `as_str`: each of `all` is parsed back from its name.
+macro_rules! from_name {
+    ($($t:ty: $all:expr;)*) => {$(
+        impl std::str::FromStr for $t {
+            type Err = UnknownName;
+
+            /// The one named so by `as_str`.
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
+                UnknownName::find(s, $all, <$t>::as_str)
+            }
+        }
+    )*};
+}
+
+from_name! {
+    crate::Profile: [crate::Profile::Strict, crate::Profile::Reference, crate::Profile::Portable];
+    crate::ReadMode: [crate::ReadMode::Mmap, crate::ReadMode::Read, crate::ReadMode::Stream];
+    ReadErrorKind: READ_ERROR_KINDS;
+}
+
+/// A name that is none of the names of a closed set (a profile, a read mode, a read-error
+/// kind): the name given and the names known. Its message is `"lax" is not strict, reference
+/// or portable`; a face puts its own spelling of the option in front.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    given: Box<str>,
+    known: Box<[&'static str]>,
+}
+
+impl UnknownName {
+    /// The one of `all` whose `name` is `given`, or the error naming them all.
+    pub(crate) fn find<T: Copy, const N: usize>(
+        given: &str,
+        all: [T; N],
+        name: fn(T) -> &'static str,
+    ) -> Result<T, UnknownName> {
+        all.into_iter()
+            .find(|&t| name(t) == given)
+            .ok_or_else(|| UnknownName {
+                given: given.into(),
+                known: all.map(name).into(),
+            })
+    }
+
+    /// The names that would have been accepted.
+    pub fn known(&self) -> &[&'static str] {
+        &self.known
+    }
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not ", self.given)?;
+        for (i, name) in self.known.iter().enumerate() {
+            let sep = match i {
+                0 => "",
+                _ if i + 1 == self.known.len() => " or ",
+                _ => ", ",
+            };
+            write!(f, "{sep}{name}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
 impl ReadError {
     /// A read error of this kind with a human message.
     pub fn new(kind: ReadErrorKind, message: impl Into<String>) -> Self {
         ReadError {
             kind,
             code: kind.as_str(),
+            http_status: None,
             path: None,
             shard: None,
             message: message.into().into_boxed_str(),
@@ -342,6 +425,7 @@ impl ReadError {
         ReadError {
             kind,
             code: kind.as_str(),
+            http_status: None,
             path: None,
             shard: None,
             message: e.to_string().into_boxed_str(),
@@ -377,6 +461,18 @@ impl ReadError {
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = code;
         self
+    }
+
+    /// The same error with the HTTP status a server answered with (a source that reads from a
+    /// server gives it with the code `"http_status"`).
+    pub fn with_http_status(mut self, status: u16) -> Self {
+        self.http_status = Some(status);
+        self
+    }
+
+    /// The HTTP status a server answered with, where that is why nothing could be read.
+    pub fn http_status(&self) -> Option<u16> {
+        self.http_status
     }
 
     /// Whether the path was not checked by policy or by its nature (a special file, a link
@@ -435,5 +531,37 @@ impl std::error::Error for ReadError {
 impl From<io::Error> for ReadError {
     fn from(e: io::Error) -> Self {
         ReadError::io(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Profile, ReadMode};
+
+    #[test]
+    fn names_parse_back_and_unknown_names_list_the_known() {
+        for p in [Profile::Strict, Profile::Reference, Profile::Portable] {
+            assert_eq!(p.as_str().parse::<Profile>(), Ok(p));
+        }
+        for m in [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream] {
+            assert_eq!(m.as_str().parse::<ReadMode>(), Ok(m));
+        }
+        for k in READ_ERROR_KINDS {
+            assert_eq!(k.as_str().parse::<ReadErrorKind>(), Ok(k));
+        }
+        let e = "lax".parse::<Profile>().expect_err("no such profile");
+        assert_eq!(
+            e.to_string(),
+            "\"lax\" is not strict, reference or portable"
+        );
+        assert_eq!(
+            "Read"
+                .parse::<ReadMode>()
+                .expect_err("case matters")
+                .to_string(),
+            "\"Read\" is not mmap, read or stream"
+        );
+        assert!("nope".parse::<ReadErrorKind>().is_err());
     }
 }

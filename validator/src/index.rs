@@ -75,7 +75,8 @@ pub trait ShardSource {
     /// under `config`, with the one checker, and hand the result to `f`. A shard that is not
     /// there is a [`ReadError`] of kind `NotFound` or `NotRegular` (reported as
     /// `INDEX-SHARD-MISSING`), one the link policy refuses of kind `LinkNotFollowed`
-    /// (`INDEX-SHARD-LINK`); any other read error ends the check of the set.
+    /// (`INDEX-SHARD-LINK`); any other read error, `Changed` among them, ends the check of
+    /// the set without a verdict.
     fn check(
         &self,
         name: &str,
@@ -520,10 +521,12 @@ pub fn check_index_with(
             Err(e) => {
                 let rule = match e.kind() {
                     ReadErrorKind::LinkNotFollowed => Rule::IndexShardLink,
-                    ReadErrorKind::NotFound
-                    | ReadErrorKind::NotRegular
-                    | ReadErrorKind::Loop
-                    | ReadErrorKind::Changed => Rule::IndexShardMissing,
+                    ReadErrorKind::NotFound | ReadErrorKind::NotRegular | ReadErrorKind::Loop => {
+                        Rule::IndexShardMissing
+                    }
+                    // A shard that changed while it was read (truncated, extended, rewritten,
+                    // replaced after it was found) has no verdict, as a file alone has none
+                    // (SPEC §3): the set is not checked either, never invalid.
                     _ => return Err(e.with_shard(name)),
                 };
                 let f = Finding::new(rule, shard.offset(), e.message())

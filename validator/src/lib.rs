@@ -67,9 +67,10 @@ pub mod write;
 
 pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
-pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, Warning};
+pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
 pub use limits::Config;
+pub use magic::format_of;
 pub use mmap::{map, Mapped};
 pub use names::escape;
 pub use profile::Profile;

@@ -267,6 +267,68 @@ pub fn sniff(bytes: &[u8]) -> Option<String> {
     })
 }
 
+/// What a file is, named by its first bytes, for a file that a name alone would take for
+/// another weight format (a walk's `pytorch_model.bin`): a noun phrase such as `"a Python
+/// pickle (protocol 4; loading one can run code)"`, `"a ZIP archive (torch.save's format)"`,
+/// `"a GGUF model file"`, `"an ONNX model (protobuf)"`, `"a safetensors file"`, or `None`
+/// when the bytes match no format this table knows. Only `head`'s first [`HEAD_LEN`] bytes
+/// are looked at.
+///
+/// Recognised beyond [`sniff`]'s formats: a safetensors header, text formats (HTML, JSON, a
+/// Git LFS pointer...), and ONNX's protobuf (`ir_version` then one of `ModelProto`'s fields).
+pub fn format_of(head: &[u8]) -> Option<String> {
+    let head = &head[..head.len().min(HEAD_LEN)];
+    if head.len() >= 10 && starts_like_header(head) {
+        return Some("a safetensors file".to_owned());
+    }
+    if let Some(f) = FORMATS
+        .iter()
+        .find(|f| f.pattern.matches(head).is_some() && (f.confirm)(head))
+    {
+        return Some(match (&f.pattern, f.pattern.matches(head)) {
+            (Pattern::Pickle, Some(p)) => {
+                format!("a Python pickle (protocol {p}; loading one can run code)")
+            }
+            (Pattern::At(0, b"PK\x03\x04"), _) => {
+                "a ZIP archive (the format of torch.save, whose pickles run code when loaded)"
+                    .to_owned()
+            }
+            _ => noun(f.is).to_owned(),
+        });
+    }
+    if is_onnx(head) {
+        return Some("an ONNX model (protobuf)".to_owned());
+    }
+    as_text(head).map(|_| "a text file".to_owned())
+}
+
+/// The noun phrase that starts a format's `FRAME-NOT-SAFETENSORS` text: up to ", not a
+/// safetensors file" or "; ".
+fn noun(is: &'static str) -> &'static str {
+    let end = [", not a safetensors file", "; "]
+        .iter()
+        .filter_map(|sep| is.find(sep))
+        .min()
+        .unwrap_or(is.len());
+    &is[..end]
+}
+
+/// ONNX's `ModelProto` as its writers lay it out: field 1 (`ir_version`, a varint; versions 1
+/// to 15 so far and soon), then the key of another of its fields (2 `producer_name`, 3
+/// `producer_version`, 4 `domain`, 5 `model_version`, 6 `doc_string`, 7 `graph`, 8
+/// `opset_import`, 14 `metadata_props`).
+fn is_onnx(head: &[u8]) -> bool {
+    matches!(
+        head,
+        [
+            0x08,
+            1..=15,
+            0x12 | 0x1a | 0x22 | 0x28 | 0x32 | 0x3a | 0x42 | 0x72,
+            ..
+        ]
+    )
+}
+
 /// Whether the bytes after the 8-byte length field begin as a safetensors header does: JSON
 /// whitespace, `{`, whitespace, then `"` or `}` -- or end before that is decided. A file that
 /// does is taken for a safetensors file with a bad length field (a truncated download, a
@@ -326,4 +388,50 @@ pub(crate) fn not_safetensors(head: &[u8]) -> Option<String> {
         "this is a text file, not a safetensors file; it begins \"{}{more}\"",
         names::escape(&shown)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_of;
+
+    #[test]
+    fn formats_are_named_by_their_bytes() {
+        let name = |b: &[u8]| format_of(b);
+        for p in 2..=5u8 {
+            assert_eq!(
+                name(&[0x80, p, 0x95, 0, 0]).as_deref(),
+                Some(format!("a Python pickle (protocol {p}; loading one can run code)").as_str())
+            );
+        }
+        assert!(name(b"PK\x03\x04\x14\x00")
+            .unwrap()
+            .starts_with("a ZIP archive (the format of torch.save"));
+        assert_eq!(
+            name(b"GGUF\x03\0\0\0").as_deref(),
+            Some("a GGUF model file (llama.cpp's format)")
+        );
+        assert_eq!(
+            name(b"\x89HDF\r\n\x1a\n\0").as_deref(),
+            Some("an HDF5 file (the format of Keras .h5 weights)")
+        );
+        assert_eq!(
+            name(b"\x08\x07\x12\x07pytorch").as_deref(),
+            Some("an ONNX model (protobuf)")
+        );
+        assert_eq!(
+            name(b"\x02\0\0\0\0\0\0\0{}").as_deref(),
+            Some("a safetensors file")
+        );
+        assert_eq!(
+            name(b"version https://git-lfs.github.com/spec/v1\n").as_deref(),
+            Some("a Git LFS pointer file")
+        );
+        assert_eq!(name(b"hello\n").as_deref(), Some("a text file"));
+        // Random bytes, a protocol-1 pickle's start, and nothing: no format.
+        assert_eq!(
+            name(&[0xde, 0xad, 0xbe, 0xef, 0x01, 0x9c, 0x00, 0xff, 0x10]),
+            None
+        );
+        assert_eq!(name(b""), None);
+    }
 }

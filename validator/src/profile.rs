@@ -23,7 +23,7 @@ pub enum Profile {
 }
 
 impl Profile {
-    /// `"strict"` or `"reference"`.
+    /// `"strict"`, `"reference"` or `"portable"` (read back by `str::parse`).
     pub fn as_str(self) -> &'static str {
         match self {
             Profile::Strict => "strict",

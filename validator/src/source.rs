@@ -38,7 +38,7 @@ pub enum ReadMode {
 }
 
 impl ReadMode {
-    /// `"mmap"`, `"read"` or `"stream"`.
+    /// `"mmap"`, `"read"` or `"stream"` (read back by `str::parse`).
     pub fn as_str(self) -> &'static str {
         match self {
             ReadMode::Mmap => "mmap",
@@ -283,6 +283,31 @@ fn read_head_with(
         let Some(want) = checker.wanted() else {
             break;
         };
+        if fed == buf.len() && !keep && want > FIRST_READ as u64 {
+            // The rest of a large header: read once, straight into the checker's header buffer
+            // (the file's own `read_to_end` fills memory it has not zeroed, which a positioned
+            // read of ours cannot without `unsafe`; no second copy). The file's position is
+            // put back, as the other reads are positioned and a stream read starts from it.
+            let at = base + buf.len() as u64;
+            let before = checker.consumed();
+            let filled = checker.fill_header(&mut |header, want| {
+                use io::Seek as _;
+                let mut f = file;
+                let was = f.stream_position()?;
+                f.seek(io::SeekFrom::Start(at))?;
+                let read = f.take(want).read_to_end(header);
+                f.seek(io::SeekFrom::Start(was))?;
+                read.map(|_| ())
+            })?;
+            if filled {
+                progress.advance(checker.consumed() - told);
+                told = checker.consumed();
+                if checker.consumed() - before < want {
+                    return Err(changed());
+                }
+                continue;
+            }
+        }
         if fed == buf.len() {
             if !keep {
                 base += buf.len() as u64;

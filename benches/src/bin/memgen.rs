@@ -164,13 +164,29 @@ fn index_dir(dir: &Path, len: usize) {
     fs::write(dir.join("model.safetensors.index.json"), h).expect("write index");
 }
 
+/// What `memgen --help` prints.
+const USAGE: &str = "usage: memgen DIR [HEADER_BYTES]
+Writes near-limit inputs for benches/memory.sh into DIR (created if needed): headers of
+HEADER_BYTES bytes (default 99999992); about 600 MB in all at the default.
+";
+
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let dir = args.next().expect("usage: memgen DIR [HEADER_BYTES]");
-    let len: usize = args
-        .next()
-        .map(|a| a.parse().expect("HEADER_BYTES is a number"))
-        .unwrap_or(99_999_992);
+    let args = stcheck_benches::positional_args(std::env::args().skip(1), USAGE, 2);
+    let Some(dir) = args.first() else {
+        eprint!("memgen: no output directory given\n{USAGE}");
+        std::process::exit(2);
+    };
+    let len: usize = match args.get(1).map(|a| a.parse()) {
+        None => 99_999_992,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => {
+            eprint!(
+                "memgen: HEADER_BYTES is not a number: {:?}\n{USAGE}",
+                args[1]
+            );
+            std::process::exit(2);
+        }
+    };
     let dir = Path::new(&dir);
     fs::create_dir_all(dir).expect("output dir");
     let t = stcheck_benches::with_header_len(len);

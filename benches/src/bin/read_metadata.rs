@@ -28,10 +28,16 @@ fn header(path: &str) -> Result<usize, String> {
     Ok(metadata.tensors().len())
 }
 
+/// What `read_metadata --help` prints.
+const USAGE: &str = "usage: read_metadata [--] FILE...
+Reads each FILE's header with the reference crate and prints its tensor count or its error.
+";
+
 fn main() -> ExitCode {
+    let paths = stcheck_benches::positional_args(std::env::args().skip(1), USAGE, usize::MAX);
     let mut out = std::io::stdout().lock();
     let mut failed = false;
-    for path in std::env::args().skip(1) {
+    for path in paths {
         let line = match header(&path) {
             Ok(n) => format!("{path}: {n} tensors"),
             Err(e) => {

@@ -387,6 +387,53 @@ fn empty_directory_fails_unless_allowed() {
     assert_eq!(out.stdout, "");
 }
 
+/// Issue 35: a walk names a file of another format by its bytes, not by its name alone: 4 KiB
+/// of random bytes named `.bin` is not called a pickle, and a pickle of every protocol, torch's
+/// ZIP, GGUF and ONNX are each called what they are.
+#[test]
+fn other_formats_are_named_by_their_bytes() {
+    let dir = tempdir("formats-by-bytes");
+    let mut random = Vec::with_capacity(4096);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while random.len() < 4096 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        random.extend_from_slice(&x.to_le_bytes());
+    }
+    let files: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("random.bin", random, "a .bin file whose first bytes match no format stcheck knows (by its name a PyTorch pickle (.bin))"),
+        ("p2.bin", b"\x80\x02}q\x00.".to_vec(), "a .bin file whose bytes are a Python pickle (protocol 2;"),
+        ("p3.pt", b"\x80\x03}q\x00.".to_vec(), "a .pt file whose bytes are a Python pickle (protocol 3;"),
+        ("p4.pkl", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.".to_vec(), "a .pkl file whose bytes are a Python pickle (protocol 4;"),
+        ("p5.ckpt", b"\x80\x05\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.".to_vec(), "a .ckpt file whose bytes are a Python pickle (protocol 5;"),
+        ("torch.pth", b"PK\x03\x04\x00\x00\x08\x08".to_vec(), "a .pth file whose bytes are a ZIP archive (the format of torch.save"),
+        ("m.gguf", b"GGUF\x03\x00\x00\x00".to_vec(), "a .gguf file whose bytes are a GGUF model file"),
+        ("m.onnx", b"\x08\x07\x12\x07pytorch\x1a\x032.1".to_vec(), "a .onnx file whose bytes are an ONNX model (protobuf)"),
+        ("k.h5", b"\x89HDF\r\n\x1a\n\x00\x00".to_vec(), "a .h5 file whose bytes are an HDF5 file"),
+    ];
+    for (name, bytes, _) in &files {
+        fs::write(dir.join(name), bytes).expect("write");
+    }
+    let out = run(&dir, &["."]);
+    assert_eq!(out.code, 2, "{out:?}");
+    for (name, _, said) in &files {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "./{name}: not checked: another format than safetensors: "
+                ))
+            })
+            .unwrap_or_else(|| panic!("no line for {name}: {}", out.stdout));
+        assert!(line.contains(said), "{name}: {line}");
+    }
+    // Named directly, the random file is checked as safetensors, as before.
+    let out = run(&dir, &["random.bin"]);
+    assert_eq!(out.code, 1, "{out:?}");
+}
+
 #[test]
 fn directory_with_only_pytorch_model_bin_fails() {
     let dir = tempdir("only-bin");
@@ -402,7 +449,7 @@ fn directory_with_only_pytorch_model_bin_fails() {
     assert_starts(&out, "other/m.safetensors: ok");
     assert!(
         out.stdout.contains(
-            "repo/pytorch_model.bin: not checked: a weight file in another format: PyTorch pickle (.bin)"
+            "repo/pytorch_model.bin: not checked: another format than safetensors: a .bin file whose bytes are a ZIP archive (the format of torch.save"
         ),
         "{}",
         out.stdout

@@ -177,10 +177,13 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
     let server = http::Server::start(move |req| match req.path() {
         "/set/m.safetensors.index.json" => hub(http::serve_file(req, &index, true)),
         "/set/a.safetensors" => http::serve_file(req, &shard, true),
+        // A file the server does not have: `read_error: "http_status"` with `http_status`.
+        "/gone.safetensors" => http::Reply::new(404),
         _ => hub(http::serve_file(req, &served, true)),
     });
     let url = server.url("/valid.safetensors");
     let index_url = server.url("/set/m.safetensors.index.json");
+    let gone_url = server.url("/gone.safetensors");
 
     let mut seen = Seen::default();
     let runs: &[&[&str]] = &[
@@ -210,7 +213,7 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
             "valid.safetensors",
             "set/m.safetensors.index.json",
         ],
-        &[url.as_str(), index_url.as_str()],
+        &[url.as_str(), index_url.as_str(), gone_url.as_str()],
     ];
     for args in runs {
         for line in run(&dir, args) {

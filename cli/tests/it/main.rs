@@ -7,6 +7,7 @@
 mod changed;
 mod cli;
 mod gate;
+mod github;
 mod hub;
 mod json_doc;
 mod progress;

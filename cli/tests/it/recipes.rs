@@ -49,14 +49,14 @@ fn names_in_any_case_and_other_weight_formats_are_seen() {
     );
     assert!(
         out.stdout.contains(
-            "./pytorch_model.bin: not checked: a weight file in another format: PyTorch pickle (.bin)"
+            "./pytorch_model.bin: not checked: another format than safetensors: a .bin file whose bytes are a Python pickle (protocol 2; loading one can run code)"
         ),
         "{}",
         out.stdout
     );
     assert!(out
         .stdout
-        .contains("./gguf/model.Q4_K.gguf: not checked: a weight file in another format: GGUF"));
+        .contains("./gguf/model.Q4_K.gguf: not checked: another format than safetensors: a .gguf file whose bytes are a GGUF model file"));
     assert!(out
         .stdout
         .contains("--allow-other-formats accepts such files"));

@@ -246,11 +246,13 @@ fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
     let v = lines(&out.stdout);
     assert_eq!(v.len(), 4, "{}", out.stdout);
     assert_eq!(v[0]["data"]["status"], "io_error", "{}", v[0]);
+    assert_eq!(v[0]["data"]["read_error"], "timeout", "{}", v[0]);
     let message = v[0]["data"]["io_error"].as_str().unwrap_or_default();
     assert!(message.contains("gave up after 2 s"), "{message}");
     assert_eq!(v[1]["data"]["status"], "valid", "{}", v[1]);
     assert_eq!(v[2]["type"], "index");
     assert_eq!(v[2]["data"]["status"], "io_error", "{}", v[2]);
+    assert_eq!(v[2]["data"]["read_error"], "timeout", "{}", v[2]);
     let message = v[2]["data"]["io_error"].as_str().unwrap_or_default();
     assert!(
         message.contains("gave up after 2 s") && message.contains("the whole set"),
@@ -270,6 +272,68 @@ fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
         out.stdout
     );
     assert!(out.stdout.contains("summary: "), "{}", out.stdout);
+}
+
+/// Issue 29: "could not check" is typed. A 404, a timeout and a TLS failure (a certificate no
+/// root the run trusts signed) give three documented codes: the JSON record's `read_error`
+/// (with `http_status` for the 404) and the SARIF notification's id.
+#[test]
+fn a_404_a_timeout_and_a_tls_failure_are_three_documented_codes() {
+    let plain = Server::start(|req| match req.path() {
+        // Far past the run's 1 s timeout; the server stops stalling when it is dropped.
+        "/stall.safetensors" => Reply::new(200)
+            .body(zeros_file(3))
+            .stall(Duration::from_secs(120)),
+        _ => Reply::new(404),
+    });
+    let (_, config) = stcheck_testkit::http::pki();
+    let tls = Server::start_tls(config, |req| serve_file(req, &zeros_file(3), true));
+    let urls = [
+        plain.url("/gone.safetensors"),
+        plain.url("/stall.safetensors"),
+        tls.url("/good.safetensors"),
+    ];
+    let args = |format: &'static str| {
+        let mut a = vec!["--format", format, "--timeout", "1"];
+        a.extend(urls.iter().map(String::as_str));
+        a
+    };
+    let out = run(&args("json"), &[]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    let v = lines(&out.stdout);
+    assert_eq!(v.len(), 4, "{}", out.stdout);
+    let got: Vec<(&str, &str, Option<u64>)> = v[..3]
+        .iter()
+        .map(|r| {
+            let d = &r["data"];
+            (
+                d["status"].as_str().unwrap_or_default(),
+                d["read_error"].as_str().unwrap_or_default(),
+                d.get("http_status").and_then(serde_json::Value::as_u64),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("io_error", "http_status", Some(404)),
+            ("io_error", "timeout", None),
+            ("io_error", "tls", None),
+        ],
+        "{}",
+        out.stdout
+    );
+
+    let out = run(&args("sarif"), &[]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    let log: serde_json::Value = serde_json::from_str(&out.stdout).expect("SARIF");
+    let ids: Vec<&str> = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| n["descriptor"]["id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(ids, ["http_status", "timeout", "tls"], "{}", out.stdout);
 }
 
 #[test]

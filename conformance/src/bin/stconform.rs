@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use stcheck_conformance::harness::args::{self, Cursor, Own};
+use stcheck_conformance::harness::copy::CaseCopy;
 use stcheck_conformance::harness::main::{absolute_dir, startup_message, Ending, Progress, Tool};
 use stcheck_conformance::harness::paths::find_corpus;
 use stcheck_conformance::harness::pool::Tripwire;
@@ -53,6 +54,7 @@ const TOOL: Tool = Tool {
     name: "stconform",
     usage: USAGE,
     config: "conformance/adapters.json",
+    embedded_config: include_str!("../../adapters.json"),
     adapter: "adapter",
     item: "case",
 };
@@ -308,6 +310,13 @@ fn run_adapter(args: Args) -> ExitCode {
             corpus.display()
         ));
     }
+    // The adapter gets a private read-only copy of the case files, not the corpus itself (the
+    // large cases, hundreds of MB, are handed from their directory).
+    let copy = match CaseCopy::of(&corpus, &manifest) {
+        Ok(c) => c,
+        Err(e) => return TOOL.fail(e),
+    };
+    let corpus = copy.root();
     let total = manifest.cases.iter().filter(|c| opts.selects(c)).count();
     let progress = Progress::new(total);
     let stop = Tripwire::new(opts.spec.max_startup_deaths);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stcheck_conformance::harness::args::{self, Cursor, Own};
 use stcheck_conformance::harness::main::{startup_message, Ending, Progress, Tool};
-use stcheck_conformance::harness::paths::{find_corpus, repo_dir};
+use stcheck_conformance::harness::paths::{cache_dir, find_corpus};
 use stcheck_conformance::harness::pool::Tripwire;
 use stcheck_conformance::harness::{results, RunSpec};
 use stcheck_conformance::writers::known::WriterKnown;
@@ -37,13 +37,15 @@ Options of stwrite:
   --large                also the large tasks (a tensor of 1 GiB: about 4 GiB of disk under
                          the work directory while it runs)
   --work DIR             where tasks are prepared and files written (default:
-                         target/stwrite-work/NAME); failed tasks' files are kept there
+                         stwrite-work/NAME in the user cache directory: $XDG_CACHE_HOME/stcheck,
+                         else ~/.cache/stcheck); failed tasks' files are kept there
   --keep                 keep every task's files, not only the failed ones'";
 
 const TOOL: Tool = Tool {
     name: "stwrite",
     usage: USAGE,
     config: "conformance/writers.json",
+    embedded_config: include_str!("../../writers.json"),
     adapter: "writer",
     item: "task",
 };
@@ -134,11 +136,13 @@ fn run_adapter(args: Args) -> ExitCode {
         Err(e) => return TOOL.fail(e),
     };
     let common = &args.common;
-    let work = args
-        .own
-        .work
-        .clone()
-        .unwrap_or_else(|| repo_dir().join("target/stwrite-work").join(&adapter.name));
+    let work = match args.own.work.clone() {
+        Some(w) => w,
+        None => match cache_dir() {
+            Ok(c) => c.join("stwrite-work").join(&adapter.name),
+            Err(e) => return TOOL.fail(e),
+        },
+    };
     let opts = WriterRunOptions {
         spec: RunSpec::from_args(common, &adapter, Duration::from_secs(30)),
         large: args.own.large,

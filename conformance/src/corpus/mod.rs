@@ -440,6 +440,18 @@ pub fn large_cases(recipes: &[Recipe], write_to: Option<&Path>) -> Result<Vec<Ca
     Ok(out)
 }
 
+/// Write the files of the large cases into `dir` (nothing observed: any build profile, no
+/// toolchain). Returns their paths relative to `dir`.
+pub fn write_large(recipes: &[Recipe], dir: &Path) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for r in recipes.iter().filter(|r| r.large) {
+        let bytes = build::file_bytes(r).map_err(|e| e.to_string())?;
+        write_case(r, &bytes, dir)?;
+        out.push(case_path(r));
+    }
+    Ok(out)
+}
+
 /// Generate every committed case of `recipes_dir` into `out_dir`, with `manifest.json`, and
 /// remove case files that no recipe produces.
 pub fn generate(recipes_dir: &Path, out_dir: &Path) -> Result<Summary, String> {

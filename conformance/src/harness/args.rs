@@ -57,7 +57,8 @@ pub const COMMON_HELP: &str = "Options of every runner:
                          built-in {adapter} of that name in --config
   --corpus DIR|FILE.tar.gz
                          the corpus: a corpus/ directory or a release archive (made by
-                         `stcorpus pack`; unpacked into ~/.cache/stconform and checked).
+                         `stcorpus pack`; unpacked into ~/.cache/stcheck/corpus
+                         and checked against the archive on every run).
                          Default: $STCONFORM_CORPUS, else ./corpus, else the copy bundled
                          with an installed runner, else the repository's
   --config FILE          the built-in {adapter}s (default: see above)
@@ -75,6 +76,7 @@ pub const COMMON_HELP: &str = "Options of every runner:
   --json                 print the results as JSON on stdout (the summary goes to stderr)
   --save FILE            also write the results as JSON to FILE
   -v, --verbose          list every {item} in the summary, not only those that are not PASS
+  --version              the program's version and its corpus release
   -h, --help             this help
 
 Exit codes:

@@ -13,6 +13,10 @@
 //!   workspace, such as candle's).
 //!
 //! `known_failures` is relative to the config file's directory.
+//!
+//! Each runner carries its checkout's file inside the program ([`Config::embedded`]): an
+//! installed runner with no checkout lists its adapters and runs those that are programs
+//! beside it.
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +65,10 @@ pub struct Config {
     /// The directory of the file (set by [`Config::load`]).
     #[serde(skip)]
     pub dir: PathBuf,
+    /// The copy built into the program (no checkout around it): only the adapters that are
+    /// programs beside the runner (`${BIN}`) can run, and no known-failures file is read.
+    #[serde(skip)]
+    pub embedded: bool,
 }
 
 impl Config {
@@ -72,6 +80,40 @@ impl Config {
         let abs = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
         c.dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(c)
+    }
+
+    /// The list built into a runner (`include_str!` of the checkout's file), for an installed
+    /// runner with no checkout.
+    pub fn embedded(text: &str) -> Result<Config, String> {
+        let mut c: Config =
+            serde_json::from_str(text).map_err(|e| format!("the built-in adapter list: {e}"))?;
+        c.embedded = true;
+        Ok(c)
+    }
+
+    /// Why an adapter of the built-in list cannot run here: it is a script of the checkout
+    /// and the list is the runner's own copy.
+    pub fn unavailable(&self, adapter: &AdapterConfig) -> Option<String> {
+        const CHECKOUT: &[&str] = &[
+            "${CONFORMANCE}",
+            "${ROOT}",
+            "${VENV}",
+            "${NODE_DIR}",
+            "${TORCH_VENV}",
+            "${TARGET}",
+        ];
+        let needs = adapter
+            .command
+            .iter()
+            .any(|w| CHECKOUT.iter().any(|v| w.contains(v)));
+        (self.embedded && needs).then(|| {
+            format!(
+                "the built-in adapter {:?} runs files of the stcheck checkout ({}); run from \
+                 the checkout, give --config FILE, or give its command after --",
+                adapter.name,
+                adapter.command.join(" ")
+            )
+        })
     }
 
     /// The adapter with this name.
@@ -110,7 +152,11 @@ impl Config {
     }
 
     /// An adapter's known-failures file, resolved.
+    /// None for the built-in copy: its known-failures files are in the checkout.
     pub fn known_failures(&self, adapter: &AdapterConfig) -> Option<PathBuf> {
+        if self.embedded {
+            return None;
+        }
         adapter.known_failures.as_ref().map(|p| self.dir.join(p))
     }
 }

@@ -34,6 +34,8 @@ pub struct Tool {
     pub usage: &'static str,
     /// The built-in adapters' file, relative to the repository (`conformance/adapters.json`).
     pub config: &'static str,
+    /// That file as the program was built with it (used when no checkout is around).
+    pub embedded_config: &'static str,
     /// What an adapter is called in messages (`adapter`, `writer`).
     pub adapter: &'static str,
     /// What it runs an adapter on (`case`, `task`).
@@ -64,6 +66,14 @@ impl Tool {
             println!("{}", self.help());
             return ExitCode::SUCCESS;
         }
+        if argv
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--version")
+        {
+            println!("{}", version_line(self.name));
+            return ExitCode::SUCCESS;
+        }
         let a = match args::parse_with::<O>(&argv) {
             Ok(a) => a,
             Err(e) => return self.fail(format!("{e} (see --help)")),
@@ -80,12 +90,21 @@ impl Tool {
         }
     }
 
-    /// The built-in adapters' file: `--config`, else the default.
+    /// The built-in adapters: `--config`, else the file under the current directory or the
+    /// checkout the runner was built from, else the copy inside the program (an installed
+    /// runner; its path is shown as `built-in`).
     pub fn load_config(&self, common: &CommonArgs) -> Result<(Config, PathBuf), String> {
-        let path = common
-            .config
-            .clone()
-            .unwrap_or_else(|| paths::local_or_repo(self.config));
+        let path = match &common.config {
+            Some(p) => p.clone(),
+            None => {
+                let found = paths::local_or_repo(self.config);
+                if !found.is_file() {
+                    let c = Config::embedded(self.embedded_config)?;
+                    return Ok((c, PathBuf::from("built-in")));
+                }
+                found
+            }
+        };
         Config::load(&path).map(|c| (c, path))
     }
 
@@ -127,6 +146,9 @@ impl Tool {
                     path.display()
                 ));
             };
+            if let Some(why) = config.unavailable(entry) {
+                return Err(why);
+            }
             if known.is_none() {
                 known = config.known_failures(entry);
             }
@@ -145,6 +167,16 @@ impl Tool {
             known,
         })
     }
+}
+
+/// `--version`: the program, its version and the corpus release it was built with.
+pub fn version_line(program: &str) -> String {
+    format!(
+        "{program} {} (corpus {}, manifest {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::corpus::CORPUS_VERSION,
+        crate::corpus::MANIFEST_VERSION
+    )
 }
 
 /// The adapter of a run, resolved.

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod config;
+pub mod copy;
 pub mod known;
 pub mod main;
 pub mod paths;

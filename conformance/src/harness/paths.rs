@@ -2,23 +2,33 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository the runner was built from (its files are used when the current directory
-/// has none).
-pub fn repo_dir() -> PathBuf {
+/// The checkout the runner was built from (its files are used when the current directory
+/// has none), for a runner run from its build: none for an installed runner (one with a
+/// bundled corpus beside it, as the wheel installs it), which owns no path of the build
+/// machine, nor when the checkout is gone.
+pub fn repo_dir() -> Option<PathBuf> {
+    if installed() {
+        return None;
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
+        .filter(|p| p.is_dir())
         .map(Path::to_path_buf)
-        .unwrap_or_default()
 }
 
-/// `rel` under the current directory if it exists there, else the repository's.
+/// The runner is an installed one: its bundled corpus is beside it.
+pub fn installed() -> bool {
+    bin_dir().join(BUNDLED_CORPUS).is_file()
+}
+
+/// `rel` under the current directory if it exists there, else the checkout's (see
+/// [`repo_dir`]), else `rel` itself (missing).
 pub fn local_or_repo(rel: &str) -> PathBuf {
     let local = PathBuf::from(rel);
     if local.exists() {
-        local
-    } else {
-        repo_dir().join(rel)
+        return local;
     }
+    repo_dir().map_or(local, |r| r.join(rel))
 }
 
 /// The directory of the running program (the Rust adapters are built beside it).
@@ -51,14 +61,46 @@ pub struct Corpus {
     pub release: Option<String>,
 }
 
-/// The directory where release archives are unpacked: `$XDG_CACHE_HOME/stconform`, else
-/// `~/.cache/stconform`, else the temporary directory's.
-fn cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("stconform")
+/// The runners' own directory under the platform's user cache directory:
+/// `$XDG_CACHE_HOME/stcheck`, else `~/Library/Caches/stcheck` on macOS and `~/.cache/stcheck`
+/// elsewhere. Created private (mode 0700) when missing. Nothing of the build machine: an
+/// installed runner keeps its unpacked corpus and its work files here. There is no fallback
+/// to a shared temporary directory (another user could plant files there).
+pub fn cache_dir() -> Result<PathBuf, String> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => {
+            let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(
+                "no cache directory: neither XDG_CACHE_HOME nor HOME is set (set one, or give \
+                 --work and --corpus DIR)",
+            )?;
+            if cfg!(target_os = "macos") {
+                Path::new(&home).join("Library/Caches")
+            } else {
+                Path::new(&home).join(".cache")
+            }
+        }
+    };
+    let dir = base.join("stcheck");
+    private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// Create `dir` (and its parents) if missing; a directory it creates is mode 0700.
+pub fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Where release archives are unpacked: `corpus/` of [`cache_dir`].
+fn corpus_cache() -> Result<PathBuf, String> {
+    let dir = cache_dir()?.join("corpus");
+    private_dir(&dir)?;
+    Ok(dir)
 }
 
 /// A corpus named by the user: a release archive (unpacked and checked), a release directory
@@ -66,7 +108,7 @@ fn cache_dir() -> PathBuf {
 pub fn open_corpus(path: &Path, from: &'static str) -> Result<Corpus, String> {
     use crate::corpus::archive;
     if path.is_file() {
-        let (root, r) = archive::unpack(path, &cache_dir())?;
+        let (root, r) = archive::unpack(path, &corpus_cache()?)?;
         return Ok(Corpus {
             root,
             from,
@@ -109,9 +151,10 @@ pub fn find_corpus(arg: Option<&Path>) -> Result<Corpus, String> {
     if bundled.is_file() {
         return open_corpus(&bundled, "bundled");
     }
-    let repo = repo_dir().join("corpus");
-    if repo.join("manifest.json").is_file() {
-        return open_corpus(&repo, "repository");
+    if let Some(repo) = repo_dir().map(|r| r.join("corpus")) {
+        if repo.join("manifest.json").is_file() {
+            return open_corpus(&repo, "repository");
+        }
     }
     Err(format!(
         "no corpus found: give --corpus DIR|FILE.tar.gz or set {CORPUS_ENV} (a release \

@@ -1,7 +1,8 @@
 //! Running one adapter on one file: a child process with a timeout, its output captured.
 //!
 //! The child runs in a process group of its own, so on a timeout the whole group (an adapter
-//! script and whatever it started) is killed, not just the direct child.
+//! script and whatever it started) is killed, not just the direct child; when the child
+//! exits, whatever it left running in its group is killed too.
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -104,7 +105,7 @@ pub fn run(
     let err_rx = child.stderr.take().map(read_capped);
     let deadline = start + timeout;
     let mut pause = Duration::from_millis(1);
-    let mut status = loop {
+    let status = loop {
         match child.try_wait()? {
             Some(s) => {
                 break match (s.code(), s.signal()) {
@@ -124,22 +125,18 @@ pub fn run(
             }
         }
     };
-    // The pipes close when every process holding them has exited. A grandchild left running
-    // keeps them open: wait for it until the deadline, then kill the group (its ID stays
-    // reserved while a member lives).
-    let mut collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| -> Vec<u8> {
+    // The adapter's answer is complete when it exits: whatever it left running in its group
+    // (a grandchild holding the pipes open) is ended with it, so no case waits for the
+    // timeout and nothing outlives the run. The group's ID stays reserved while a member
+    // lives; with none left the kill finds nothing.
+    kill_process_group(child.id());
+    // The pipes close when every process holding them has exited; one that left the group
+    // (a new session) is waited for until the deadline only.
+    let collect = |rx: Option<mpsc::Receiver<Vec<u8>>>| -> Vec<u8> {
         let Some(rx) = rx else { return Vec::new() };
         let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left.max(Duration::from_millis(100))) {
-            Ok(v) => v,
-            Err(_) => {
-                kill_process_group(child.id());
-                if status != Status::TimedOut {
-                    status = Status::TimedOut;
-                }
-                rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default()
-            }
-        }
+        rx.recv_timeout(left.max(Duration::from_secs(5)))
+            .unwrap_or_default()
     };
     let stdout = collect(out_rx);
     let stderr = collect(err_rx);

@@ -248,7 +248,10 @@ impl Manifest {
             path: path.to_owned(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        // Capped, and a regular file only (not a link to /dev/zero read until memory runs out).
+        let bytes = crate::corpus::archive::read_capped(path, crate::corpus::archive::MAX_MANIFEST)
+            .map_err(|e| err(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| err(e.to_string()))?;
         Manifest::parse(&text).map_err(err)
     }
 

@@ -309,7 +309,11 @@ impl Drop for Worker {
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
             match p.child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
+                Ok(Some(_)) | Err(_) => {
+                    // What it left running in its group ends with it.
+                    kill_process_group(p.child.id());
+                    break;
+                }
                 Ok(None) if Instant::now() >= deadline => {
                     kill_group(&mut p.child);
                     let _ = p.child.wait();

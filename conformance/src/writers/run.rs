@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -299,6 +300,11 @@ fn run_task_until(opts: &WriterRunOptions, task: &Task, stop: &Tripwire) -> Task
             return result;
         }
     };
+    // The writer reads the task; it has no business changing it (it is judged against bytes
+    // it cannot reach anyway: see `judge_written`).
+    for f in ["task.json", "data.bin"] {
+        let _ = std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o444));
+    }
     let timeout = if task.large {
         opts.spec.timeout * LARGE_TIMEOUT_FACTOR
     } else {
@@ -432,10 +438,9 @@ fn judge_written(
         Ok(f) => f,
         Err(e) => return bad_file(e),
     };
-    let data = match prepared.read_data() {
-        Ok(d) => d,
-        Err(e) => return (WriterOutcome::Crash, format!("runner: {e}"), Vec::new()),
-    };
+    // Judged against the task's bytes made again in memory: the data file handed to the
+    // writer is the writer's to change.
+    let data = task.data_bytes();
     let verdict = judge_file(&file, prepared, &data, &task.warnings);
     match (task.expect, verdict) {
         (Expect::Refuse, FileVerdict::Invalid(e)) => (

@@ -206,6 +206,9 @@ pub struct Tensor {
     pub data: Data,
 }
 
+/// The largest task file read (a task is a few KB; a regular file only).
+const TASK_FILE_LIMIT: u64 = 1 << 20;
+
 /// A task, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
@@ -373,8 +376,8 @@ impl Task {
         files.sort();
         let mut tasks = Vec::new();
         for (id, path) in files {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = crate::corpus::archive::read_capped(&path, TASK_FILE_LIMIT)?;
+            let text = String::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             tasks.push(Task::parse(&id, &path, &text)?);
         }
         if tasks.is_empty() {
@@ -404,6 +407,17 @@ impl Task {
                     data: e.data.nth(i),
                 });
             }
+        }
+        out
+    }
+
+    /// The bytes of the task's data file, made again from the task (not read from the file a
+    /// writer was handed, which it could have changed).
+    pub fn data_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for t in self.tensors() {
+            // Writing into a Vec cannot fail.
+            let _ = t.data.emit(&mut out);
         }
         out
     }

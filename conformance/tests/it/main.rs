@@ -5,6 +5,8 @@
 //! is in `stcheck-testkit`.
 
 mod corpus;
+mod hostile;
+mod installed;
 mod page;
 mod portable_probes;
 mod protocol_doc;

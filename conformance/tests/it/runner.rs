@@ -389,20 +389,14 @@ fn known_failures_fail_the_run_when_anything_changes() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("every result is as recorded"), "{out}");
 
-    // A known failure that now passes fails the run and is named.
-    let (code, out, _) = stconform(
-        &[
-            &base[..],
-            &[
-                "--",
-                "sh",
-                "-c",
-                "cat \"$1.answer\" 2>/dev/null || exit 1",
-                "adapter",
-            ],
-        ]
-        .concat(),
+    // A known failure that now passes fails the run and is named. (The adapter is handed a
+    // copy of the case files: the stored answers are read from the fixture.)
+    let answers = format!(
+        "cat '{}'/files/\"$(basename \"$1\")\".answer 2>/dev/null || exit 1",
+        dir.display()
     );
+    let (code, out, _) =
+        stconform(&[&base[..], &["--", "sh", "-c", answers.as_str(), "adapter"]].concat());
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("now passes"), "{out}");
     assert!(out.contains("valid/two"), "{out}");

@@ -127,3 +127,240 @@ fn index_target_on_seeded_sets() {
         fuzzing::IndexCase::generate(&mut rng).check();
     }
 }
+
+/// Text spliced from `pieces` and a few random bytes: inputs with structure for the targets
+/// whose input is text.
+fn spliced(rng: &mut Rng, pieces: &[&str], most: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..rng.below(most) {
+        if rng.below(8) == 0 {
+            out.extend(rng.bytes(1));
+        } else {
+            out.extend(pieces[rng.below(pieces.len() as u64) as usize].as_bytes());
+        }
+    }
+    out
+}
+
+#[test]
+fn glob_target_on_seeded_patterns() {
+    let mut rng = Rng::new(0x5eed_0007);
+    let pattern = [
+        "**", "*", "?", "a", "b", "[a-c]", "[!b]", "\\*", "/", ".st", "!",
+    ];
+    let path = ["a", "b", "ab", "c", "*", "x.st", "/"];
+    let (mut hits, mut misses) = (0, 0);
+    for _ in 0..ITERATIONS {
+        let mut input = vec![rng.below(2) as u8];
+        input.extend(spliced(&mut rng, &pattern, 6));
+        input.push(b'\n');
+        input.extend(spliced(&mut rng, &path, 8));
+        match fuzzing::check_glob(&input) {
+            Some(true) => hits += 1,
+            Some(false) => misses += 1,
+            None => {}
+        }
+    }
+    assert!(
+        hits > 100 && misses > 100,
+        "{hits} matches, {misses} misses"
+    );
+}
+
+#[test]
+fn glob_target_on_the_hostile_pattern() {
+    // Issue 35: six `**` against a path 80 deep, within the counted bound.
+    let mut input = b"\x01**/**/**/**/**/**/nomatch\n".to_vec();
+    input.extend(vec!["d"; 80].join("/").as_bytes());
+    assert_eq!(fuzzing::check_glob(&input), Some(false));
+}
+
+#[test]
+fn address_target_on_seeded_addresses() {
+    let mut rng = Rng::new(0x5eed_0008);
+    let pieces = [
+        "https://",
+        "hf://",
+        "http://",
+        "h.example",
+        "[::1]",
+        ":8080",
+        ":0",
+        "/",
+        "a",
+        "..",
+        ".",
+        "@",
+        "?",
+        "#",
+        "%2F",
+        "%2e%2e",
+        "datasets/",
+        "org/repo",
+        "@main",
+        "@refs/pr/1",
+        "\n",
+        "x.safetensors",
+        "u:p@",
+        "~",
+        " ",
+        "\\",
+    ];
+    let mut parsed = 0;
+    for _ in 0..ITERATIONS {
+        let mut input = ["https://h.example/", "hf://org/repo", "http://", ""]
+            [rng.below(4) as usize]
+            .as_bytes()
+            .to_vec();
+        input.extend(spliced(&mut rng, &pieces, 8));
+        if fuzzing::check_address(&input) {
+            parsed += 1;
+        }
+    }
+    assert!(parsed > 300, "only {parsed} inputs parsed");
+}
+
+#[test]
+fn hub_listing_target_on_seeded_pages() {
+    let mut rng = Rng::new(0x5eed_0009);
+    let entries = [
+        r#"{"type":"file","path":"a.safetensors","size":8}"#,
+        r#"{"type":"file","path":"d/b.safetensors","lfs":{"oid":"AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01"}}"#,
+        r#"{"type":"directory","path":"d"}"#,
+        r#"{"type":"file","path":"../x"}"#,
+        r#"{"type":"file","path":"a//b"}"#,
+        r#"{"type":"file","path":"c","lfs":{"oid":"zz"}}"#,
+    ];
+    let links = [
+        "<https://hub.example/api/models/o/r/tree/0123?cursor=2>; rel=\"next\"",
+        "<?cursor=3>; rel=next",
+        "<https://evil.example/p>; rel=\"next\"",
+        "<https://hub.example/api/models/o/r/tree/0123?recursive=true>; rel=\"next\"",
+        "<x>; rel=\"last\"",
+    ];
+    let (mut read, mut files) = (0, 0);
+    for _ in 0..ITERATIONS {
+        let mut input = Vec::new();
+        for page in 0..1 + rng.below(4) {
+            if page > 0 {
+                input.push(0xFF);
+            }
+            let n = rng.below(4) as usize;
+            let chosen: Vec<&str> = (0..n)
+                .map(|_| entries[rng.below(entries.len() as u64) as usize])
+                .collect();
+            input.extend(format!("[{}]", chosen.join(",")).as_bytes());
+            if rng.below(2) == 0 {
+                input.push(0xFE);
+                input.extend(links[rng.below(links.len() as u64) as usize].as_bytes());
+            }
+        }
+        if let Some(n) = fuzzing::check_hub_listing(&input) {
+            read += 1;
+            files += n;
+        }
+    }
+    assert!(
+        read > 100 && files > 100,
+        "{read} listings read, {files} files kept"
+    );
+}
+
+#[test]
+fn remote_index_target_on_seeded_indexes() {
+    let mut rng = Rng::new(0x5eed_000a);
+    let names = [
+        "model-00001-of-00002.safetensors",
+        "a b.safetensors",
+        "../up.safetensors",
+        "d/x.safetensors",
+        "%2e%2e",
+        "q?x.safetensors",
+        "h#x.safetensors",
+        "é.safetensors",
+        "..",
+        "",
+    ];
+    let mut planned = 0;
+    for _ in 0..ITERATIONS {
+        let n = rng.below(4) as usize;
+        let map: Vec<String> = (0..n)
+            .map(|i| {
+                let name = names[rng.below(names.len() as u64) as usize];
+                format!(
+                    "\"t{i}\": {}",
+                    serde_json::to_string(name).expect("a string")
+                )
+            })
+            .collect();
+        let index = format!(
+            "{{\"metadata\": {{\"total_size\": 8}}, \"weight_map\": {{{}}}}}",
+            map.join(", ")
+        );
+        planned += fuzzing::check_remote_index(index.as_bytes());
+    }
+    assert!(planned > 100, "only {planned} shard names planned");
+}
+
+#[test]
+fn content_range_on_seeded_values() {
+    let mut rng = Rng::new(0x5eed_000b);
+    let numbers = [
+        "0",
+        "7",
+        "",
+        "*",
+        " 9",
+        "18446744073709551615",
+        "99999999999999999999",
+        "+1",
+    ];
+    let mut parsed = 0;
+    for _ in 0..ITERATIONS {
+        let mut pick = || numbers[rng.below(numbers.len() as u64) as usize];
+        let (a, b, t) = (pick(), pick(), pick());
+        let value = if rng.below(4) == 0 {
+            spliced(&mut rng, &["bytes", " ", "7", "-", "/", "*"], 8)
+        } else {
+            format!("bytes {a}-{b}/{t}").into_bytes()
+        };
+        if fuzzing::check_content_range(&value) {
+            parsed += 1;
+        }
+    }
+    assert!(parsed > 10, "only {parsed} values parsed");
+}
+
+#[test]
+fn remote_range_target_on_seeded_scripts() {
+    let mut rng = Rng::new(0x5eed_000c);
+    let (mut verdicts, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let file = if rng.below(2) == 0 {
+            fuzzing::smoke_file(&mut rng)
+        } else {
+            Structured::generate(&mut rng).model.serialize()
+        };
+        let n = rng.below(9) as u8;
+        let mut input = vec![rng.below(8) as u8, n];
+        // Honest answers half the time, so that verdicts are reached.
+        for _ in 0..n {
+            let answer = if rng.below(2) == 0 {
+                0
+            } else {
+                rng.below(12) as u8
+            };
+            input.push(answer);
+        }
+        input.extend(&file);
+        if fuzzing::check_remote_range(&input) {
+            verdicts += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        verdicts > 50 && refused > 50,
+        "{verdicts} verdicts, {refused} refusals"
+    );
+}

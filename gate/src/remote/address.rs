@@ -211,11 +211,19 @@ impl Url {
                 && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
         });
+        // An absolute or network-path reference has its dot segments removed too (5.2.2).
+        let without_dots = |mut u: Url| {
+            u.path = remove_dot_segments(&u.path);
+            u
+        };
         if has_scheme {
-            return Url::parse(reference).map_err(|e| format!("redirect target: {e}"));
+            return Url::parse(reference)
+                .map(without_dots)
+                .map_err(|e| format!("redirect target: {e}"));
         }
         if let Some(rest) = reference.strip_prefix("//") {
             return Url::parse(&format!("{}://{rest}", self.scheme.as_str()))
+                .map(without_dots)
                 .map_err(|e| format!("redirect target: {e}"));
         }
         if !reference.bytes().all(is_url_byte) {
@@ -562,6 +570,10 @@ mod tests {
             ("/./g", "http://a/g"),
             ("g/../h", "http://a/b/c/h"),
             ("https://cdn.example/x?sig=1", "https://cdn.example/x?sig=1"),
+            // Found by the `address` fuzz target: an absolute or network-path reference
+            // kept its dot segments (5.2.2 removes them from every reference's path).
+            ("http://g/a/./b/../c", "http://g/a/c"),
+            ("//g/x/..", "http://g/"),
         ] {
             assert_eq!(base.join(r).expect(r).request_target(), want, "{r}");
         }

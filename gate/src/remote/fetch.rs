@@ -15,12 +15,12 @@ const MAX_RANGE_REQUESTS: u32 = 8;
 
 /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`) or `bytes */TOTAL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ContentRange {
-    span: Option<(u64, u64)>,
-    total: Option<u64>,
+pub(super) struct ContentRange {
+    pub(super) span: Option<(u64, u64)>,
+    pub(super) total: Option<u64>,
 }
 
-fn parse_content_range(v: &str) -> Option<ContentRange> {
+pub(super) fn parse_content_range(v: &str) -> Option<ContentRange> {
     let rest = v.trim().strip_prefix("bytes")?.trim_start();
     let (span, total) = rest.split_once('/')?;
     let num = |s: &str| {

@@ -28,11 +28,11 @@ use std::collections::HashSet;
 
 use ureq::http::{HeaderMap, Method};
 
-use super::address::{HfAddress, Url};
+use super::address::{HfAddress, Origin, Url};
 use super::http::{read_up_to, Deadline, Session};
 use super::said::{clean, is_commit, is_sha256_hex};
 use super::{Cost, ErrorKind, Remote, RemoteError};
-pub use crate::run::HubInfo;
+pub use crate::event::HubInfo;
 
 /// Most pages of a tree listing.
 pub const MAX_PAGES: u32 = 1_000;
@@ -112,7 +112,7 @@ struct RevisionInfo {
 }
 
 #[derive(serde::Deserialize)]
-struct TreeEntry {
+pub(super) struct TreeEntry {
     #[serde(rename = "type")]
     kind: String,
     path: String,
@@ -228,54 +228,79 @@ fn list(
                 "the repository lists more than {MAX_ENTRIES} files and directories"
             )));
         }
-        for e in tree {
-            if e.kind != "file" || !keep(&e.path) {
-                continue;
-            }
-            let ok_path = !e.path.is_empty()
-                && e.path
-                    .split('/')
-                    .all(|s| !s.is_empty() && s != "." && s != "..")
-                && !e.path.chars().any(char::is_control);
-            if !ok_path {
-                return Err(response_error(format!(
-                    "the listing names a file with an unusable path: {:?}",
-                    stcheck::escape(&e.path)
-                )));
-            }
-            let lfs_sha256 = e
-                .lfs
-                .and_then(|l| l.oid)
-                .filter(|o| is_sha256_hex(o))
-                .map(|o| o.to_ascii_lowercase());
-            files.push(RepoFile {
-                path: e.path,
-                size: e.size,
-                lfs_sha256,
-            });
-        }
-        let Some(next) = next_link(&headers) else {
+        files_of_page(tree, keep, &mut files)?;
+        let Some(next) = next_page(&url, &headers, &origin, &seen, page)? else {
             return Ok((commit, files));
         };
-        let next = url
-            .join(&next)
-            .map_err(|e| response_error(format!("the listing's next page: {e}")))?;
-        if next.origin() != origin {
-            return Err(response_error(
-                "the listing's next page is on another host than the hub's",
-            ));
-        }
-        if seen.contains(&next.request_target()) {
-            return Err(response_error(format!(
-                "the listing's pages loop: page {} links back to an earlier page",
-                page
-            )));
-        }
         url = next;
     }
     Err(response_error(format!(
         "the repository's file listing has more than {MAX_PAGES} pages"
     )))
+}
+
+/// Keep the files of one page of a listing that `keep` accepts, after checking their paths.
+pub(super) fn files_of_page(
+    tree: Vec<TreeEntry>,
+    keep: &dyn Fn(&str) -> bool,
+    files: &mut Vec<RepoFile>,
+) -> Result<(), RemoteError> {
+    for e in tree {
+        if e.kind != "file" || !keep(&e.path) {
+            continue;
+        }
+        let ok_path = !e.path.is_empty()
+            && e.path
+                .split('/')
+                .all(|s| !s.is_empty() && s != "." && s != "..")
+            && !e.path.chars().any(char::is_control);
+        if !ok_path {
+            return Err(response_error(format!(
+                "the listing names a file with an unusable path: {:?}",
+                stcheck::escape(&e.path)
+            )));
+        }
+        let lfs_sha256 = e
+            .lfs
+            .and_then(|l| l.oid)
+            .filter(|o| is_sha256_hex(o))
+            .map(|o| o.to_ascii_lowercase());
+        files.push(RepoFile {
+            path: e.path,
+            size: e.size,
+            lfs_sha256,
+        });
+    }
+    Ok(())
+}
+
+/// The page after `url`, from its response's `Link` header: on the hub's `origin`, and not one
+/// of the pages already `seen`. `page` is the number of the page `url` is.
+pub(super) fn next_page(
+    url: &Url,
+    headers: &HeaderMap,
+    origin: &Origin,
+    seen: &HashSet<String>,
+    page: u32,
+) -> Result<Option<Url>, RemoteError> {
+    let Some(next) = next_link(headers) else {
+        return Ok(None);
+    };
+    let next = url
+        .join(&next)
+        .map_err(|e| response_error(format!("the listing's next page: {e}")))?;
+    if next.origin() != *origin {
+        return Err(response_error(
+            "the listing's next page is on another host than the hub's",
+        ));
+    }
+    if seen.contains(&next.request_target()) {
+        return Err(response_error(format!(
+            "the listing's pages loop: page {} links back to an earlier page",
+            page
+        )));
+    }
+    Ok(Some(next))
 }
 
 #[cfg(test)]

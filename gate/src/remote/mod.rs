@@ -64,8 +64,12 @@ mod address;
 mod budget;
 mod deadline;
 mod fetch;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod hub;
+pub(crate) mod plan;
 mod said;
 mod shards;
 mod verdict;
@@ -77,6 +81,7 @@ use stcheck::index::IndexReport;
 use stcheck::index::ShardOutcome;
 use stcheck::Checked;
 use stcheck::Config;
+use stcheck::{ReadError, ReadErrorKind};
 
 use address::{HfAddress, Origin, Url};
 use http::{Deadline, Session};
@@ -335,7 +340,7 @@ impl Depth {
     }
 }
 
-pub use crate::run::Cost;
+pub use crate::event::Cost;
 
 /// The kind of a [`RemoteError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -416,6 +421,40 @@ impl fmt::Display for RemoteError {
 }
 
 impl std::error::Error for RemoteError {}
+
+impl ErrorKind {
+    /// A stable code for machines, the `read_error` of a record whose URL could not be checked
+    /// (`docs/json-output.md`): `"address"`, `"setup"`, `"http_status"` (with the status),
+    /// `"redirect"`, `"timeout"`, `"network"`, `"tls"`, `"response"`, `"shard"` or
+    /// `"budget"`.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Address => "address",
+            ErrorKind::Setup => "setup",
+            ErrorKind::Status => "http_status",
+            ErrorKind::Redirect => "redirect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Network => "network",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Response => "response",
+            ErrorKind::Shard => "shard",
+            ErrorKind::Budget => "budget",
+        }
+    }
+}
+
+/// "Could not check", typed: a read error of kind [`ReadErrorKind::Io`] whose code is the
+/// remote kind's ([`ErrorKind::code`]) and which keeps the HTTP status, so that a record tells
+/// a timeout from a 404 from a TLS failure without its message being parsed.
+impl From<RemoteError> for ReadError {
+    fn from(e: RemoteError) -> Self {
+        let r = ReadError::new(ReadErrorKind::Io, e.message).with_code(e.kind.code());
+        match e.status {
+            Some(s) => r.with_http_status(s),
+            None => r,
+        }
+    }
+}
 
 /// The verdict on one file.
 #[derive(Debug)]

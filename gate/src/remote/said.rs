@@ -4,7 +4,7 @@
 
 use ureq::http::HeaderMap;
 
-use crate::run::HubInfo;
+use crate::event::HubInfo;
 
 /// A header value fit to be shown and compared: printable, short, without `W/` and quotes.
 pub(super) fn clean(headers: &HeaderMap, name: &str) -> Option<String> {

@@ -411,7 +411,7 @@ impl ShardSource for RemoteShards<'_> {
             }
             Err(e) => {
                 *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.kind());
-                Err(ReadError::new(ReadErrorKind::Io, e.message()))
+                Err(ReadError::from(e))
             }
         }
     }

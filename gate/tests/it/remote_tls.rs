@@ -6,42 +6,11 @@
 use std::sync::Arc;
 
 use crate::test_options;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use stcheck::Config;
 use stcheck_gate::remote::{Depth, ErrorKind, Found, Remote};
 use stcheck_testkit::corpus::Manifest;
-use stcheck_testkit::http::{serve_file, Reply, Server};
+use stcheck_testkit::http::{pki, serve_file, Reply, Server};
 use stcheck_testkit::short;
-
-/// A CA (its PEM) and a rustls server configuration with a certificate it signed.
-fn pki() -> (String, Arc<rustls::ServerConfig>) {
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "stcheck test CA");
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA cert");
-    let issuer = Issuer::new(ca_params, ca_key);
-
-    let key = KeyPair::generate().expect("server key");
-    let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-        .expect("server params");
-    let cert = params.signed_by(&key, &issuer).expect("server cert");
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(cert.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-        .expect("server config");
-    (ca_cert.pem(), Arc::new(config))
-}
 
 #[test]
 fn https_with_a_ca_given_at_run_time() {

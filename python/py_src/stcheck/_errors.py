@@ -110,7 +110,9 @@ def verdict_error(finding: Optional[Finding], path: str, report: Any) -> Safeten
 class ReadError(OSError):
     """The file could not be read, so it was not checked: never a verdict.
 
-    ``read_error`` is the library's kind (``"not_found"``, ``"not_regular"``, ``"io"``, ...),
+    ``read_error`` is the record's code of why (``"not_found"``, ``"io"``, ...; for a URL the
+    remote source's: ``"timeout"``, ``"tls"``, ``"http_status"``, ...; docs/json-output.md lists
+    them), ``http_status`` the HTTP status a server answered with (for ``"http_status"``),
     ``reason`` the policy code of a path not checked (``"not_regular_file"``,
     ``"link_leaves_root"``, ...), ``record`` the record ``stcheck --json`` writes for it.
     """
@@ -122,6 +124,10 @@ class ReadError(OSError):
     @property
     def read_error(self) -> Optional[str]:
         return self.record.get("data", {}).get("read_error")
+
+    @property
+    def http_status(self) -> Optional[int]:
+        return self.record.get("data", {}).get("http_status")
 
     @property
     def reason(self) -> Optional[str]:
@@ -164,7 +170,11 @@ def read_error(record: Dict[str, Any], errno: Optional[int]) -> ReadError:
         cls: type = NotCheckedError
         message = data.get("message", "not checked")
     else:
-        cls = {"not_found": NotFoundError, "unsupported": RemoteUnavailableError}.get(
+        cls = {
+            "not_found": NotFoundError,
+            "dangling_link": NotFoundError,
+            "unsupported": RemoteUnavailableError,
+        }.get(
             data.get("read_error"), ReadError
         )
         message = data.get("io_error", "could not be read")

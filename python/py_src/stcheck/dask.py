@@ -45,6 +45,7 @@ __all__ = [
     "records_bag",
     "Scan",
     "COLUMNS",
+    "CorruptPartWarning",
 ]
 
 #: The keys of the CLI's summary line, in its order.
@@ -196,8 +197,19 @@ def check_batch(targets: Sequence[Any], options: Optional[Dict[str, Any]] = None
     which is what makes batches of small files cheap to send back."""
     targets = list(targets)
     cols = _check.columns(targets, **dict(options or {}))
-    cols["target"] = [str(t) for t in targets]
+    cols["target"] = [_shown_target(t) for t in targets]
     return {c: cols[c] for c in COLUMNS}
+
+
+def _shown_target(target: Any) -> str:
+    """A target as its row names it: a URL without its secrets (user information, a query,
+    a fragment: ``stcheck.shown_url``), as every record shows it; a path as given. Rows are
+    files other people read; a presigned URL's signature must not end up in one."""
+    if _check.is_url(target):
+        from . import _native
+
+        return _native.shown_url(str(target))
+    return str(target)
 
 
 def _summary_of_columns(cols: Dict[str, List[Any]]) -> Dict[str, int]:
@@ -225,12 +237,42 @@ def _schema() -> Any:
     return pa.schema([(c, types.get(c, s)) for c in COLUMNS])
 
 
+#: The Parquet key-value metadata of a part file that names the options its rows were
+#: checked with (``_options_key``): a resume compares it with its own.
+_OPTIONS_KEY = b"stcheck.options"
+#: The file a scan holds locked (``fcntl.flock``) while it writes into its directory.
+_LOCK_NAME = ".stcheck-scan.lock"
+
+
+class CorruptPartWarning(UserWarning):
+    """A part file of a scan's directory that is not readable Parquet (a truncated copy, a
+    disk that filled up): ``scan_to_parquet`` says so with this warning, removes it and checks
+    its targets again."""
+
+
+def _options_key(options: Optional[Dict[str, Any]]) -> str:
+    """The options a scan's rows depend on, as one canonical text stored in every part
+    file. Header values (tokens) are not stored, only their names; everything else is kept,
+    so that a resume with other options (``deep``, ``sha256``, a profile...) is refused
+    instead of skipping targets whose rows say something else."""
+    shown: Dict[str, Any] = {}
+    for name, value in sorted(dict(options or {}).items()):
+        if name == "headers" and value:
+            items = value.items() if isinstance(value, dict) else value
+            value = sorted(str(h).split(":", 1)[0] if isinstance(h, str) else str(h[0]) for h in items)
+        shown[name] = value
+    return json.dumps(shown, sort_keys=True, default=str)
+
+
 def _write_batch(
-    targets: Sequence[Any], directory: str, options: Optional[Dict[str, Any]] = None
+    targets: Sequence[Any],
+    directory: str,
+    options: Optional[Dict[str, Any]] = None,
+    scan_id: str = "",
 ) -> Dict[str, int]:
     """Check one batch and write its rows as one Parquet file in ``directory``, atomically
-    (written under a temporary name, then renamed): a batch is either all there or not at
-    all. Returns the batch's summary."""
+    (written under a temporary name that names its scan, then renamed): a batch is either
+    all there or not at all. Returns the batch's summary."""
     import os
 
     import pyarrow as pa
@@ -238,27 +280,69 @@ def _write_batch(
 
     cols = check_batch(targets, options)
     name = os.path.join(directory, _batch_name(targets))
-    tmp = f"{name}.{os.getpid()}.tmp"
-    pq.write_table(pa.table(cols, schema=_schema()), tmp)
+    tmp = f"{name}.{scan_id}.{os.getpid()}.tmp"
+    schema = _schema().with_metadata({_OPTIONS_KEY: _options_key(options).encode()})
+    pq.write_table(pa.table(cols, schema=schema), tmp)
     os.replace(tmp, name)
     return _summary_of_columns(cols)
 
 
-def _done_targets(directory: str) -> Tuple[set, Dict[str, int]]:
-    """The targets that already have rows in ``directory``, and the summary of those rows."""
+def _done_targets(directory: str, options: Optional[Dict[str, Any]]) -> Tuple[set, Dict[str, int]]:
+    """The targets that already have rows in ``directory``, and the summary of those rows.
+    A part file written with other options is refused (``ValueError``); one that is not
+    readable Parquet is reported (``CorruptPartWarning``) and removed, so that its targets
+    are checked again."""
     import glob
     import os
+    import warnings
 
     import pyarrow.parquet as pq
 
+    want = _options_key(options)
     done: set = set()
     summary = _empty_summary()
     for path in sorted(glob.glob(os.path.join(directory, "part-*.parquet"))):
-        t = pq.read_table(path, columns=["target", "type", "status"]).to_pydict()
+        try:
+            meta = pq.read_schema(path).metadata or {}
+            t = pq.read_table(path, columns=["target", "type", "status"]).to_pydict()
+        except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+            warnings.warn(
+                f"{path}: not a readable Parquet file ({e}); removed, its targets are checked again",
+                CorruptPartWarning,
+                stacklevel=3,
+            )
+            os.remove(path)
+            continue
+        have = meta.get(_OPTIONS_KEY, b"").decode("utf-8", "replace")
+        if have != want:
+            raise ValueError(
+                f"{directory}: {os.path.basename(path)} holds rows checked with other options "
+                f"({have or 'none recorded'}) than this scan's ({want}); a resume must use the "
+                "same options: scan into another directory"
+            )
         done.update(t["target"])
         part = _summary_of_columns(t)
         summary = merge_summaries([summary, part])
     return done, summary
+
+
+def _lock(directory: str) -> Any:
+    """Hold the directory's scan lock (released when the returned file is closed), or raise
+    ``RuntimeError`` at once if another scan holds it: two scans writing into one directory
+    would remove each other's batches in flight and write the same targets twice."""
+    import fcntl
+    import os
+
+    f = open(os.path.join(directory, _LOCK_NAME), "a+")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise RuntimeError(
+            f"{directory}: another scan is writing into this directory; wait for it to end, "
+            "or scan into another directory"
+        ) from None
+    return f
 
 
 def scan_to_parquet(
@@ -278,35 +362,50 @@ def scan_to_parquet(
     ``directory`` are skipped, so a scan that was
     killed (a worker, or the whole run) is finished by calling it again with the same
     arguments; it loses at most the batches that were in flight, since a batch's file appears
-    whole or not at all. Read the rows with ``read_parquet(directory)`` (a Dask DataFrame) or
+    whole or not at all. A resume must use the same options: part files record the options
+    their rows were checked with, and rows of other options are refused (``ValueError``), never
+    taken for this scan's. A part file that is not readable Parquet is reported
+    (``CorruptPartWarning``), removed and its targets checked again. One scan at a time writes
+    into a directory: a second one raises ``RuntimeError`` at once (the directory's
+    ``.stcheck-scan.lock`` is held with ``flock`` while a scan runs). A URL target's row names
+    it as every record does, without user information, query or fragment. Read the rows with
+    ``read_parquet(directory)`` (a Dask DataFrame) or
     any Parquet reader. ``client``: a ``distributed.Client``; ``None`` checks the batches in
     this process, one after another (no Dask needed). Options are those of ``stcheck.record``.
     """
     import os
+    import uuid
 
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
-    for stale in os.listdir(directory):
-        if stale.endswith(".tmp"):
-            os.remove(os.path.join(directory, stale))  # a batch a killed run did not finish
-    done, summary = _done_targets(directory)
-    # A target is the key of its rows: each is checked once, in the order first given.
-    todo = []
-    for t in targets:
-        if str(t) not in done:
-            done.add(str(t))
-            todo.append(t)
-    batches = _partitions(todo, batch_size) if todo else []
-    if client is None:
-        results = [_write_batch(b, directory, options) for b in batches]
-    else:
-        futures = client.map(
-            _write_batch, batches, directory=directory, options=options, pure=False,
-            key=_keys(len(batches)),
-        )
-        results = client.gather(futures)
+    options = dict(options)
+    with _lock(directory):
+        # Under the lock no other scan is writing here: a temporary file is a batch of a
+        # scan that was killed.
+        for stale in os.listdir(directory):
+            if stale.endswith(".tmp"):
+                os.remove(os.path.join(directory, stale))
+        done, summary = _done_targets(directory, options)
+        # A target is the key of its rows (as its row shows it): each is checked once, in
+        # the order first given.
+        todo = []
+        for t in targets:
+            key = _shown_target(t)
+            if key not in done:
+                done.add(key)
+                todo.append(t)
+        batches = _partitions(todo, batch_size) if todo else []
+        scan_id = uuid.uuid4().hex[:12]
+        if client is None:
+            results = [_write_batch(b, directory, options, scan_id) for b in batches]
+        else:
+            futures = client.map(
+                _write_batch, batches, directory=directory, options=options, scan_id=scan_id,
+                pure=False, key=_keys(len(batches)),
+            )
+            results = client.gather(futures)
     return merge_summaries([summary, *results])
 
 

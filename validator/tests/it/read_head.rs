@@ -1,14 +1,16 @@
 //! `read_head` (the length field and header of an open file, read with as few system calls as
 //! it takes) and `FileStamp` / `check_opened` (a check that starts from the stamp taken when
-//! the file was opened, so a change made after the open is caught).
+//! the file was opened, so a change made after the open is caught), for files alone and for
+//! the shards of a sharded set.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use stcheck::index::{check_index, ShardSource};
 use stcheck::write::{serialize, TensorSpec};
-use stcheck::{Checker, Config, Dtype, FileStamp, ReadErrorKind, ReadMode};
+use stcheck::{Checked, Checker, Config, Dtype, FileStamp, ReadError, ReadErrorKind, ReadMode};
 
 fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-head");
@@ -130,4 +132,126 @@ fn a_check_from_the_stamp_taken_at_open_catches_a_rewrite_made_after_the_open() 
     assert!(now.unchanged(&file).is_ok());
     let meta = file.metadata().expect("ok");
     assert_eq!(FileStamp::from_metadata(&meta), now);
+}
+
+/// Shards in a directory, read as the gate reads them (opened, stamped, checked from the
+/// stamp), with a fault injected into one of them: after its stamp is taken and before it is
+/// read, the shard is set to `len` bytes (when given), as another process truncating or
+/// extending it during the check would.
+struct ChangingShards {
+    dir: PathBuf,
+    changed: &'static str,
+    len: Option<u64>,
+    mode: ReadMode,
+}
+
+impl ShardSource for ChangingShards {
+    fn list(&self) -> Result<Vec<String>, ReadError> {
+        Ok(vec!["a.safetensors".to_owned(), "b.safetensors".to_owned()])
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(Checked<'_>),
+    ) -> Result<(), ReadError> {
+        let path = self.dir.join(name);
+        let file = File::open(&path)?;
+        let opened = FileStamp::of(&file)?;
+        if let Some(len) = self.len.filter(|_| name == self.changed) {
+            let w = std::fs::OpenOptions::new().write(true).open(&path)?;
+            w.set_len(len)?;
+        }
+        stcheck::check_opened(&file, &opened, config, self.mode, &|_: u64| {}, f)
+    }
+}
+
+#[test]
+fn a_shard_that_changes_during_a_deep_check_leaves_the_set_not_checked() {
+    let data = [0u8; 4];
+    let shard_of = |name: &str| {
+        serialize(&[TensorSpec::new(name, Dtype::F32, &[], &data)], &[]).expect("serialize")
+    };
+    let (a, shard) = (shard_of("layer.0.weight"), shard_of("layer.1.weight"));
+    let index =
+        br#"{"weight_map":{"layer.0.weight":"a.safetensors","layer.1.weight":"b.safetensors"}}"#;
+    let config = Config::default().deep(true);
+    let truncated = Some(shard.len() as u64 - 3);
+    let extended = Some(shard.len() as u64 + 4096);
+    for mode in [ReadMode::Read, ReadMode::Stream] {
+        for (what, len) in [
+            ("unchanged", None),
+            ("truncated", truncated),
+            ("extended", extended),
+        ] {
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("changing-shard-{what}-{}", mode.as_str()));
+            std::fs::create_dir_all(&dir).expect("scratch dir");
+            std::fs::write(dir.join("a.safetensors"), &a).expect("write shard");
+            std::fs::write(dir.join("b.safetensors"), &shard).expect("write shard");
+            let source = ChangingShards {
+                dir,
+                changed: "b.safetensors",
+                len,
+                mode,
+            };
+            let result = check_index(index, &source, &config);
+            if what == "unchanged" {
+                // The same source without the fault: the set has its verdict.
+                let report = result.expect("a set whose shards did not change is checked");
+                assert!(report.is_valid(), "{mode:?}: {:?}", report.errors());
+                continue;
+            }
+            // No verdict, as for the same file alone: never INDEX-SHARD-MISSING.
+            let e = result.expect_err("a set with a changed shard has no verdict");
+            assert_eq!(e.kind(), ReadErrorKind::Changed, "{what} {mode:?}: {e}");
+            assert!(
+                e.to_string().contains("b.safetensors"),
+                "{what} {mode:?}: {e}"
+            );
+            // And the same shard alone, changed the same way, is not checked either.
+            std::fs::write(source.dir.join("b.safetensors"), &shard).expect("rewrite shard");
+            let alone = source.check("b.safetensors", &config, &mut |_| {});
+            let e = alone.expect_err("the changed file alone is not checked");
+            assert_eq!(
+                e.kind(),
+                ReadErrorKind::Changed,
+                "{what} {mode:?} alone: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_header_past_the_first_read_is_read_whole_and_a_cut_inside_it_is_a_change() {
+    // 2,000 tensors: a header of about 90 KB, read past the first 16 KiB straight into the
+    // checker's buffer.
+    let bytes = file_of(2_000);
+    assert!(header_end(&bytes) > 64 * 1024);
+    let path = scratch("large-header.safetensors", &bytes);
+    let file = File::open(&path).expect("open scratch file");
+    let config = Config::default();
+    let whole = stcheck::validate(&bytes, &config).expect("valid");
+    // Read, then a stream read of the same open file: the header read leaves the file's
+    // position where it was, so the stream starts at the file's start.
+    for mode in [ReadMode::Read, ReadMode::Stream, ReadMode::Read] {
+        let n = stcheck::check_file(&file, &config, mode, |c| c.verdict.map(|r| r.len()))
+            .expect("checked")
+            .expect("valid");
+        assert_eq!(n, whole.len(), "{mode:?}");
+    }
+    // Cut inside the header after the stamp was taken: not checked.
+    let opened = FileStamp::of(&file).expect("ok");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("ok")
+        .set_len(40_000)
+        .expect("ok");
+    let e = stcheck::check_opened(&file, &opened, &config, ReadMode::Read, &|_: u64| {}, |c| {
+        c.is_valid()
+    })
+    .expect_err("a cut header is not checked");
+    assert_eq!(e.kind(), ReadErrorKind::Changed, "{e}");
 }

@@ -1,0 +1,310 @@
+//! The runners verify what they run (issue 35, item 5): the corpus cache is checked against
+//! the archive on every use, archives are capped and typed on unpacking, `stcorpus verify`
+//! trusts no shared directory, adapters and writers are handed copies and judged against
+//! bytes they cannot touch, and an adapter's process group ends with it.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use stcheck_conformance::corpus::{self, archive};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+const CASE: &str = "invalid/layout/gap-between.safetensors";
+
+#[test]
+fn an_edited_cache_with_a_recomputed_description_is_unpacked_again() {
+    let dir = scratch("cache");
+    let file = dir.join("corpus.tar.gz");
+    archive::pack(&corpus::default_corpus_dir(), &file).expect("pack");
+    let cache = dir.join("cache");
+    let (root, _) = archive::unpack(&file, &cache).expect("unpack");
+    let original = fs::read(root.join(CASE)).expect("case");
+    // The hostile edit: a changed byte, and RELEASE.json recomputed to match it.
+    let mut edited = original.clone();
+    edited[0] ^= 1;
+    fs::write(root.join(CASE), &edited).expect("edit");
+    let mut r = archive::release_of(&root).expect("describe");
+    r.corpus_version = corpus::CORPUS_VERSION.to_owned();
+    fs::write(
+        root.join(archive::RELEASE_FILE),
+        serde_json::to_vec_pretty(&r).expect("json"),
+    )
+    .expect("rewrite RELEASE.json");
+    assert!(archive::verify(&root).is_ok(), "self-consistent on its own");
+    let (again, _) = archive::unpack(&file, &cache).expect("unpack again");
+    assert_eq!(
+        fs::read(again.join(CASE)).expect("case"),
+        original,
+        "the cache was trusted"
+    );
+}
+
+/// One member of a hand-made archive: path, type, size in the header, data, link target.
+type Member<'a> = (&'a str, tar::EntryType, u64, &'a [u8], Option<&'a str>);
+
+/// A gzipped tar of `entries`.
+fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut b = tar::Builder::new(gz);
+    for (path, kind, size, data, link) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(*kind);
+        h.set_size(*size);
+        h.set_mode(0o644);
+        h.set_path(path).expect("path");
+        if let Some(t) = link {
+            h.set_link_name(t).expect("link");
+        }
+        h.set_cksum();
+        b.append(&h, *data).expect("append");
+    }
+    let gz = b.into_inner().expect("tar");
+    let mut bytes = gz.finish().expect("gzip");
+    // A header that claims more than it holds: the stream simply ends.
+    bytes.flush().expect("flush");
+    bytes
+}
+
+fn refused(name: &str, bytes: &[u8]) -> String {
+    let dir = scratch(name);
+    let file = dir.join("a.tar.gz");
+    fs::write(&file, bytes).expect("write");
+    let err = archive::unpack(&file, &dir.join("cache")).expect_err("a hostile archive");
+    assert!(
+        !dir.join("cache").exists() || fs::read_dir(dir.join("cache")).expect("ls").count() == 0,
+        "nothing left in the cache"
+    );
+    let again = archive::verify_archive(&file).expect_err("verify");
+    assert_eq!(err, again);
+    err
+}
+
+#[test]
+fn archives_are_refused_for_links_out_special_files_and_sizes() {
+    use tar::EntryType::{Char, Link, Regular, Symlink};
+    let case = "c/valid/a.safetensors";
+    let cases: &[(&str, Vec<Member<'_>>, &str)] = &[
+        (
+            "link",
+            vec![
+                ("c/RELEASE.json", Regular, 2, b"{}", None),
+                (case, Symlink, 0, b"", Some("/etc/passwd")),
+            ],
+            "outside the release",
+        ),
+        (
+            "climb",
+            vec![(case, Symlink, 0, b"", Some("../../x"))],
+            "outside the release",
+        ),
+        (
+            "hardlink",
+            vec![(case, Link, 0, b"", Some("c/manifest.json"))],
+            "neither a file",
+        ),
+        (
+            "device",
+            vec![("c/manifest.json", Char, 0, b"", None)],
+            "neither a file",
+        ),
+        // More than a release may hold is refused before a byte is read.
+        (
+            "huge",
+            vec![(
+                "c/manifest.json",
+                Regular,
+                archive::MAX_UNPACKED + 1,
+                b"",
+                None,
+            )],
+            "larger than allowed",
+        ),
+        (
+            "release-json",
+            vec![(
+                "c/RELEASE.json",
+                Regular,
+                archive::MAX_RELEASE_JSON + 1,
+                b"",
+                None,
+            )],
+            "larger than allowed",
+        ),
+    ];
+    for (name, members, why) in cases {
+        let err = refused(name, &tarball(members));
+        assert!(err.contains(why), "{name}: {err}");
+    }
+}
+
+#[test]
+fn a_manifest_that_is_a_device_or_a_link_out_is_not_read() {
+    let dir = scratch("devzero");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("manifest.json")).expect("link");
+    let err = stcheck_conformance::runner::Manifest::load(&dir.join("manifest.json"))
+        .expect_err("/dev/zero");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    let err = archive::release_of(&dir).expect_err("a link out of the corpus");
+    assert!(err.contains("outside the corpus"), "{err}");
+}
+
+#[test]
+fn stcorpus_verify_trusts_no_directory_under_the_shared_tmpdir() {
+    let dir = scratch("verify");
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).expect("tmp");
+    let file = dir.join("corpus.tar.gz");
+    let real = archive::pack(&corpus::default_corpus_dir(), &file).expect("pack");
+    // Another user plants a self-consistent, edited copy where a verify would unpack it.
+    let planted = dir.join("planted");
+    archive::unpack(&file, &planted).expect("unpack");
+    let key = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(fs::read(&file).expect("archive"));
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let root = tmp
+        .join("stcorpus-verify")
+        .join(&key[..16])
+        .join(archive::release_name(&real));
+    fs::create_dir_all(root.parent().expect("parent")).expect("mkdir");
+    let unpacked = fs::read_dir(planted.join(&key[..16]))
+        .expect("ls")
+        .next()
+        .expect("root")
+        .expect("entry")
+        .path();
+    fs::rename(&unpacked, &root).expect("plant");
+    fs::write(root.join(CASE), b"planted").expect("edit");
+    let fake = archive::release_of(&root).expect("describe");
+    fs::write(
+        root.join(archive::RELEASE_FILE),
+        serde_json::to_vec_pretty(&fake).expect("json"),
+    )
+    .expect("planted RELEASE.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_stcorpus"))
+        .arg("verify")
+        .arg(&file)
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("stcorpus");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains(&real.content_sha256), "{text}");
+    assert!(!text.contains(&fake.content_sha256), "{text}");
+}
+
+#[test]
+fn a_reader_that_writes_to_its_files_changes_nothing_another_run_reads() {
+    let dir = scratch("reader-writes");
+    let corpus_dir = dir.join("corpus");
+    archive::export(&corpus::default_corpus_dir(), &corpus_dir).expect("export");
+    let before = fs::read(corpus_dir.join(CASE)).expect("case");
+    // A reader that makes its file writable (as a hostile one would) and appends to it.
+    let out = Command::new(env!("CARGO_BIN_EXE_stconform"))
+        .args(["--corpus"])
+        .arg(&corpus_dir)
+        .args([
+            "--adapter",
+            "scribbler",
+            "--no-known-failures",
+            "--run",
+            "invalid/layout/*",
+            "--",
+            "sh",
+            "-c",
+            "chmod u+w \"$1\" 2>/dev/null; printf x >> \"$1\"; exit 1",
+            "x",
+        ])
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("stconform");
+    assert!(out.status.code().is_some(), "{out:?}");
+    assert_eq!(
+        fs::read(corpus_dir.join(CASE)).expect("case"),
+        before,
+        "the adapter changed the corpus"
+    );
+    archive::verify(&corpus_dir).expect("the corpus is intact");
+}
+
+#[test]
+fn a_writer_that_changes_its_data_file_is_judged_against_the_task() {
+    let dir = scratch("writer-tamper");
+    // The hostile writer: zeroes the data file it is handed, then writes honestly from it.
+    let script = format!(
+        "d=$(dirname \"$1\")/data.bin; chmod u+w \"$d\" 2>/dev/null; \
+         n=$(wc -c < \"$d\"); head -c \"$n\" /dev/zero > \"$d\"; exec {} \"$@\"",
+        env!("CARGO_BIN_EXE_writer-stcheck")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_stwrite"))
+        .args([
+            "--adapter",
+            "tamperer",
+            "--no-known-failures",
+            "--run",
+            "dtype/f32",
+            "--json",
+            "--work",
+        ])
+        .arg(dir.join("work"))
+        .args(["--", "sh", "-c", &script, "x"])
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("stwrite");
+    let results: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let task = results["tasks"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == "dtype/f32"))
+        .unwrap_or_else(|| panic!("no dtype/f32 in {results}"));
+    assert_eq!(task["outcome"], "WRONG_CONTENT", "{task}");
+}
+
+#[test]
+fn an_adapters_grandchild_holding_its_output_ends_with_it() {
+    use stcheck_conformance::runner::exec::{self, Status};
+    let dir = scratch("group");
+    let pid_file = dir.join("pid");
+    let script = format!(
+        "sleep 600 & echo $! > '{}'; echo answered; exit 1",
+        pid_file.display()
+    );
+    let command: Vec<String> = vec!["sh".into(), "-c".into(), script, "x".into()];
+    // The timeout only guards against a hang: the run ends when the adapter does.
+    let ran = exec::run(
+        &command,
+        Path::new("case.safetensors"),
+        &[],
+        std::time::Duration::from_secs(120),
+    )
+    .expect("run");
+    assert_eq!(ran.status, Status::Exited(1), "waited for the grandchild");
+    assert_eq!(String::from_utf8_lossy(&ran.stdout).trim(), "answered");
+    let pid = fs::read_to_string(&pid_file).expect("pid");
+    // Its pipes are closed, so it is exiting: soon gone, or a zombie its new parent reaps.
+    // The loop's bound only guards against a hang (killed, it ends at once; the grandchild
+    // left alone sleeps 600 s).
+    let ended = |stat: &str| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        stat.is_empty() || state.starts_with('Z') || state.starts_with('X')
+    };
+    let stat = || fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ended(&stat()) && std::time::Instant::now() < guard {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        ended(&stat()),
+        "the grandchild outlived the adapter: {}",
+        stat()
+    );
+}

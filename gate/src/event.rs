@@ -1,0 +1,254 @@
+//! The gate's event vocabulary: what a [`Sink`] is told about each target (where it stands,
+//! how its bytes were obtained, what it cost, what the server said) and how a target ended.
+//! A leaf: the driver (`run`) and the remote source both use it, neither imports the other
+//! for it.
+
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+use stcheck::index::{IndexReport, ShardOutcome};
+use stcheck::{Checked, Profile, ReadError, ReadMode};
+
+/// Where a target stands, for output: what is shown (escaped; an address without its
+/// secrets), and the place it names.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// The text every output shows for it.
+    pub text: &'a str,
+    /// The place itself.
+    pub place: Place<'a>,
+}
+
+/// The place a target names.
+#[derive(Debug, Clone, Copy)]
+pub enum Place<'a> {
+    /// A path.
+    Path(&'a Path),
+    /// An address (as given: printers show it through [`crate::target`]).
+    Url(&'a str),
+    /// Standard input, or bytes handed over by a caller.
+    Stdin,
+}
+
+/// What checking one address cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Cost {
+    /// HTTP requests sent, redirects and retries included.
+    pub requests: u32,
+    /// Response body bytes received (headers not counted).
+    pub bytes: u64,
+    /// Redirects followed.
+    pub redirects: u32,
+    /// Requests repeated after 429, 5xx or a failed connection.
+    pub retries: u32,
+}
+
+impl Cost {
+    /// The sum of two costs (saturating).
+    pub fn add(&mut self, other: &Cost) {
+        self.requests = self.requests.saturating_add(other.requests);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.redirects = self.redirects.saturating_add(other.redirects);
+        self.retries = self.retries.saturating_add(other.retries);
+    }
+}
+
+/// What a server (the Hugging Face hub) said about a file it served: the commit, the entity
+/// tag, the published SHA-256. Every field is absent when the server did not say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubInfo {
+    /// The commit the hub served the file from (`X-Repo-Commit`; for a file of a repository
+    /// listed by the run, the commit its revision was resolved to when the hub did not say).
+    pub commit: Option<String>,
+    /// The file's entity tag, quotes removed: `X-Linked-Etag` where the hub sends it (for a
+    /// file in LFS, its SHA-256), else the `ETag` of the response that delivered the bytes.
+    pub etag: Option<String>,
+    /// The SHA-256 the hub publishes for the file (an `X-Linked-Etag` of 64 hex digits, or the
+    /// LFS object id of the repository's listing), lower case.
+    pub lfs_sha256: Option<String>,
+}
+
+/// How a file's bytes were obtained.
+#[derive(Debug, Clone)]
+pub enum Via {
+    /// Read from the file system (or standard input) as the mode says.
+    Local(ReadMode),
+    /// Handed over in memory by the caller (a face's `bytes`): no read mode.
+    Memory,
+    /// Fetched from a server: the URL requested (for display) and what it cost.
+    Remote {
+        /// The `http(s)` URL requested, for display.
+        resolved: String,
+        /// What it cost.
+        cost: Cost,
+        /// What the server said about the file (or the index).
+        hub: HubInfo,
+    },
+}
+
+impl Via {
+    /// Whether the bytes came over HTTP(S).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Via::Remote { .. })
+    }
+}
+
+/// Why a target has no verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unchecked {
+    /// By policy or by its nature: a special file, a link not followed, a loop, an empty
+    /// directory, a file that changed.
+    Policy,
+    /// Reading it failed (or a server did).
+    Unreadable,
+}
+
+/// Where the events of a check go: the printers, or a face's own collector. Every method may
+/// fail with the output's error (a closed pipe ends a run).
+pub trait Sink {
+    /// A checked file (a file, standard input, or a URL that names a file).
+    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, via: &Via) -> io::Result<()>;
+
+    /// A sharded set begins: its shards follow (shown under `shard_dir`, which ends in `/` or
+    /// is empty), then [`Sink::index_end`]. `mode`: how its shards are read, `None` when
+    /// they are fetched from a server.
+    fn index_start(
+        &mut self,
+        at: &Shown<'_>,
+        shard_dir: &str,
+        mode: Option<ReadMode>,
+    ) -> io::Result<()>;
+
+    /// One shard of the set begun last, in the index's order, and how it was read: for a set
+    /// named by URL, the shard's own URL, cost and what the server said about it (`None` for a
+    /// shard that was not read).
+    fn shard(
+        &mut self,
+        name: &str,
+        outcome: ShardOutcome<'_, '_>,
+        via: Option<&Via>,
+    ) -> io::Result<()>;
+
+    /// The set's verdict, or why it has none (a shard or the directory could not be read).
+    fn index_end(
+        &mut self,
+        at: &Shown<'_>,
+        outcome: Result<&IndexReport, &ReadError>,
+        via: &Via,
+    ) -> io::Result<()>;
+
+    /// A target with no verdict.
+    fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()>;
+}
+
+/// How a target ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Valid under the run's profile.
+    Valid,
+    /// Invalid under it.
+    Invalid,
+    /// Could not be read (never valid).
+    IoError,
+    /// Not checked by policy (never valid).
+    NotChecked,
+}
+
+/// The end of one target: its status, whether it was a sharded set, and the output's error.
+#[derive(Debug)]
+pub struct Done {
+    /// How it ended.
+    pub status: Status,
+    /// Whether it was a sharded set (the summary counts sets and files apart).
+    pub is_index: bool,
+    /// The first error of the sink, if any: the target's events stopped there.
+    pub written: io::Result<()>,
+    /// The OS error number of a target that could not be read, where there is one (a face
+    /// that raises `OSError`s wants it).
+    pub os_error: Option<i32>,
+}
+
+impl Status {
+    /// The status of a file's verdict under `profile`.
+    pub(crate) fn of_file(c: &Checked<'_>, profile: Profile) -> Status {
+        if c.is_valid_under(profile) {
+            Status::Valid
+        } else {
+            Status::Invalid
+        }
+    }
+
+    /// The status of a set's verdict under `profile`, or of a set that could not be read.
+    pub(crate) fn of_index(result: Result<&IndexReport, &ReadError>, profile: Profile) -> Status {
+        match result {
+            Ok(r) if r.is_valid_under(profile) => Status::Valid,
+            Ok(_) => Status::Invalid,
+            Err(_) => Status::IoError,
+        }
+    }
+}
+
+impl Done {
+    /// A file's verdict handed to `sink`, with its status under `profile`.
+    pub(crate) fn file(
+        profile: Profile,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        via: &Via,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        Done {
+            status: Status::of_file(c, profile),
+            is_index: false,
+            written: sink.file(at, c, via),
+            os_error: None,
+        }
+    }
+
+    /// The end of a sharded set: its verdict (or why it has none) handed to `sink` after the
+    /// shards, unless writing them failed already.
+    pub(crate) fn index(
+        profile: Profile,
+        at: &Shown<'_>,
+        result: Result<&IndexReport, &ReadError>,
+        via: &Via,
+        written: io::Result<()>,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        Done {
+            status: Status::of_index(result, profile),
+            is_index: true,
+            written: written.and_then(|()| sink.index_end(at, result, via)),
+            os_error: result.err().and_then(os_error),
+        }
+    }
+
+    /// The end of a target with no verdict (by policy or because reading it failed, as `how`
+    /// says), told to `sink`.
+    pub(crate) fn unchecked(
+        at: &Shown<'_>,
+        why: &ReadError,
+        how: Unchecked,
+        is_index: bool,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        Done {
+            status: match how {
+                Unchecked::Policy => Status::NotChecked,
+                Unchecked::Unreadable => Status::IoError,
+            },
+            is_index,
+            written: sink.not_checked(at, why, how),
+            os_error: os_error(why),
+        }
+    }
+}
+
+/// The OS error number behind a read error, where there is one.
+fn os_error(e: &ReadError) -> Option<i32> {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error)
+}

@@ -1,0 +1,378 @@
+//! The plan of a run's URLs: a whole repository on the hub listed once (its files become
+//! targets at the commit its revision names, what its listing says kept for their checks), and
+//! the check of one URL, told to a [`Sink`] as [`crate::Gate::check`] tells of any target. The
+//! driver reaches all of it through [`Urls`], behind its one `remote` feature gate.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use stcheck::index;
+use stcheck::{Config, Profile, ReadError, ReadErrorKind};
+
+use super::{ErrorKind, Known, Remote, RemoteError};
+use crate::event::{Done, HubInfo, Place, Shown, Sink, Unchecked, Via};
+use crate::options::RunOptions;
+use crate::walk::Target;
+
+/// The most index bytes a repository's plan keeps, all its indexes together, for their checks
+/// (each index is fetched once to know which shards it names; kept, its check does not fetch
+/// it again). An index past this bound is fetched again by its check.
+const PREFETCHED_INDEX_BYTES: usize = 8 << 20;
+
+/// What a run's URLs share: the client (built on first use) and what the listings of the run's
+/// repositories say, by directory at a commit (`hf://org/repo@COMMIT/dir`): the directory's
+/// safetensors files and their SHA-256.
+#[derive(Debug, Default)]
+pub(crate) struct Urls {
+    client: OnceLock<Result<Remote, RemoteError>>,
+    listed: Mutex<HashMap<String, Arc<Known>>>,
+}
+
+impl Urls {
+    pub(crate) fn expand(
+        &self,
+        o: &RunOptions,
+        config: &Config,
+        targets: Vec<Target>,
+    ) -> Vec<Target> {
+        use super::Remote;
+        if !targets
+            .iter()
+            .any(|t| matches!(t, Target::Url(a) if Remote::is_repository(a)))
+        {
+            return targets;
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for t in targets {
+            match t {
+                Target::Url(a) if Remote::is_repository(&a) => {
+                    self.repository(o, config, &a, &mut out)
+                }
+                t => out.push(t),
+            }
+        }
+        out
+    }
+
+    /// The targets of the repository at `address`.
+    fn repository(
+        &self,
+        o: &RunOptions,
+        run_config: &Config,
+        address: &str,
+        out: &mut Vec<Target>,
+    ) {
+        use crate::fs::{
+            checkpoint_kind, describe_other_format, other_format, Checkpoint, NotChecked,
+        };
+        use std::collections::{BTreeMap, HashSet};
+        use std::ffi::OsStr;
+        let fail = |e: RemoteError| Target::UrlNotChecked(address.to_owned(), e.into());
+        let client = match self.client(o) {
+            Ok(c) => c,
+            Err(e) => return out.push(fail(e)),
+        };
+        let base = |p: &str| -> (String, String) {
+            match p.rsplit_once('/') {
+                Some((d, n)) => (d.to_owned(), n.to_owned()),
+                None => (String::new(), p.to_owned()),
+            }
+        };
+        let keep = |p: &str| {
+            let name = OsStr::new(p.rsplit('/').next().unwrap_or(p));
+            checkpoint_kind(name).is_some() || other_format(name).is_some()
+        };
+        let listing = match client.list_repository(address, &keep) {
+            Ok(l) => l,
+            Err(e) => {
+                let message = format!("could not list the repository's files: {}", e.message);
+                return out.push(fail(RemoteError { message, ..e }));
+            }
+        };
+        let mut files = listing.files.clone();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let at = |f: &super::RepoFile| listing.address_of(address, f);
+        // What each directory holds, for INDEX-SHARD-UNLISTED and INTEGRITY-SHA256.
+        let mut dirs: BTreeMap<String, super::Known> = BTreeMap::new();
+        for f in &files {
+            let (dir, name) = base(&f.path);
+            let known = dirs.entry(dir).or_default();
+            if checkpoint_kind(OsStr::new(&name)) == Some(Checkpoint::Safetensors) {
+                known.listed.get_or_insert_with(Vec::new).push(name.clone());
+            }
+            if let Some(sha) = &f.lfs_sha256 {
+                known.sha256.insert(name, sha.clone());
+            }
+        }
+        // The shards each index names are checked with it, not on their own (as in a walk).
+        // The indexes fetched for their names are kept for their checks (up to
+        // PREFETCHED_INDEX_BYTES in all; past that a set's check fetches its index again).
+        let mut named: HashSet<String> = HashSet::new();
+        let mut kept = 0usize;
+        for f in &files {
+            let (dir, name) = base(&f.path);
+            if checkpoint_kind(OsStr::new(&name)) != Some(Checkpoint::Index) {
+                continue;
+            }
+            let Some(addr) = at(f) else { continue };
+            // An index that cannot be read here is reported by its own check.
+            if let Ok(fetched) = client.fetch_index(&addr, run_config) {
+                index::visit_shard_names(&fetched.bytes, run_config, &mut |shard| {
+                    named.insert(if dir.is_empty() {
+                        shard.to_owned()
+                    } else {
+                        format!("{dir}/{shard}")
+                    });
+                    std::ops::ControlFlow::Continue(())
+                });
+                kept = kept.saturating_add(fetched.bytes.len());
+                if kept <= PREFETCHED_INDEX_BYTES {
+                    let known = dirs.entry(dir).or_default();
+                    known.indexes.insert(name, fetched);
+                }
+            }
+        }
+        if let Ok(mut listed) = self.listed.lock() {
+            for (dir, known) in dirs {
+                let key = match HfDirKey::of_repo(address, &listing.commit, &dir) {
+                    Some(k) => k,
+                    None => continue,
+                };
+                listed.insert(key, std::sync::Arc::new(known));
+            }
+        }
+        let before = out.len();
+        for f in &files {
+            let Some(addr) = at(f) else { continue };
+            let name = base(&f.path).1;
+            let name = OsStr::new(&name);
+            match checkpoint_kind(name) {
+                Some(Checkpoint::Index) => out.push(Target::Url(addr)),
+                Some(Checkpoint::Safetensors) => {
+                    if !named.contains(&f.path) {
+                        out.push(Target::Url(addr));
+                    }
+                }
+                None => {
+                    if let (Some(format), false) =
+                        (describe_other_format(name, None), o.allow_other_formats)
+                    {
+                        let why = NotChecked::OtherFormat {
+                            format,
+                            option: o.name(crate::options::Opt::AllowOtherFormats),
+                        };
+                        out.push(Target::UrlNotChecked(addr, why.into()));
+                    }
+                }
+            }
+        }
+        if out.len() == before && !o.allow_empty {
+            let why = NotChecked::Empty {
+                option: o.name(crate::options::Opt::AllowEmpty),
+            };
+            out.push(Target::UrlNotChecked(address.to_owned(), why.into()));
+        }
+    }
+
+    /// What the run's listings say about the file or index at `address`: shared, not copied
+    /// (a directory of the hub can list many thousands of files, each checked on its own).
+    fn known(&self, address: &str) -> std::sync::Arc<super::Known> {
+        let Some(key) = HfDirKey::of_file(address) else {
+            return std::sync::Arc::default();
+        };
+        self.listed
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&key).cloned())
+            .unwrap_or_default()
+    }
+
+    fn client(&self, o: &RunOptions) -> Result<&super::Remote, RemoteError> {
+        self.client
+            .get_or_init(|| remote_client(o))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// A file or sharded set named by URL, checked by the remote source.
+    pub(crate) fn check(
+        &self,
+        o: &RunOptions,
+        profile: Profile,
+        url: &str,
+        config: &Config,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        use super::{Depth, Found};
+        let text = crate::target::shown_url(url);
+        let at = Shown {
+            text: &text,
+            place: Place::Url(url),
+        };
+        let client = match self.client(o) {
+            Ok(c) => c,
+            Err(e) => {
+                let e = ReadError::from(e);
+                return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
+            }
+        };
+        let depth = if config.reads_data() {
+            Depth::Deep {
+                sha256: config.sha256,
+            }
+        } else {
+            Depth::Header
+        };
+        let is_index = url.split(['?', '#']).next().is_some_and(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            crate::fs::checkpoint_kind(std::ffi::OsStr::new(name))
+                == Some(crate::fs::Checkpoint::Index)
+        });
+        let known = self.known(url);
+        let pinned = HfDirKey::commit_of(url);
+        let hub = |h: &HubInfo| {
+            let mut h = h.clone();
+            if h.commit.is_none() {
+                h.commit = pinned.clone();
+            }
+            h
+        };
+        if !is_index {
+            let checked = client.check_known(url, config, depth, &known, &mut |_, _, _| {});
+            let via = Via::Remote {
+                resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
+                cost: checked.cost,
+                hub: hub(&checked.hub),
+            };
+            if let Some(e) = moved(&pinned, &checked.hub) {
+                return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
+            }
+            return match &checked.outcome {
+                Ok(Found::File(f)) => Done::file(profile, &at, &f.checked, &via, sink),
+                Ok(Found::Index(_)) => {
+                    let e = ReadError::new(ReadErrorKind::Io, "an index where a file was named");
+                    Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink)
+                }
+                Err(e) => {
+                    let e = ReadError::from(e.clone());
+                    Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink)
+                }
+            };
+        }
+        let dir = match text.rfind('/') {
+            Some(k) => text[..=k].to_owned(),
+            None => String::new(),
+        };
+        let mut written = sink.index_start(&at, &dir, None);
+        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome, f| {
+            if written.is_ok() {
+                let via = f.map(|f| Via::Remote {
+                    resolved: f.url.clone(),
+                    cost: f.cost,
+                    hub: hub(&f.hub),
+                });
+                written = sink.shard(name, outcome, via.as_ref());
+            }
+        });
+        let via = Via::Remote {
+            resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
+            cost: checked.cost,
+            hub: hub(&checked.hub),
+        };
+        let result = match (checked.outcome, moved(&pinned, &checked.hub)) {
+            (Ok(_), Some(e)) => Err(e),
+            (Ok(Found::Index(ic)), None) => Ok(ic.report),
+            (Ok(Found::File(_)), None) => Err(ReadError::new(
+                ReadErrorKind::Io,
+                "a file where an index was named",
+            )),
+            (Err(e), _) => Err(e.into()),
+        };
+        Done::index(profile, &at, result.as_ref(), &via, written, sink)
+    }
+}
+
+/// Why a file requested at commit `pinned` is not that commit's: the hub said it served
+/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit: a read error
+/// with the code `"commit_moved"`.
+fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<ReadError> {
+    match (pinned, &hub.commit) {
+        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(
+            ReadError::new(
+                ReadErrorKind::Io,
+                format!(
+                    "requested at commit {p}, the server answered with commit {c} \
+                     (X-Repo-Commit): not the bytes asked for"
+                ),
+            )
+            .with_code("commit_moved"),
+        ),
+        _ => None,
+    }
+}
+
+/// The key of a directory of a repository at a commit: `hf://[kind/]org/repo@COMMIT/dir`.
+struct HfDirKey;
+
+impl HfDirKey {
+    /// The key of `dir` of the repository `address` at `commit`.
+    fn of_repo(address: &str, commit: &str, dir: &str) -> Option<String> {
+        let file = super::file_at(address, commit, "x")?;
+        let repo = file.strip_suffix("/x")?;
+        Some(if dir.is_empty() {
+            repo.to_owned()
+        } else {
+            format!("{repo}/{dir}")
+        })
+    }
+
+    /// The key of the directory of the file `address` (an `hf://` address of a file).
+    fn of_file(address: &str) -> Option<String> {
+        if !address
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("hf://"))
+        {
+            return None;
+        }
+        address.rsplit_once('/').map(|(d, _)| d.to_owned())
+    }
+
+    /// The revision of an `hf://` file address, if it is a full commit id (40 hex digits).
+    fn commit_of(address: &str) -> Option<String> {
+        super::revision_of(address)
+            .filter(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+}
+
+/// The client of a run's URLs: `HF_TOKEN` / `HF_ENDPOINT` from the environment, the run's
+/// headers, CA file and deadline.
+fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
+    use super::{Remote, RemoteOptions};
+    let mut opts = RemoteOptions::from_env();
+    for (name, value) in &o.headers {
+        opts = opts.header(name, value).map_err(|e| {
+            let option = match o.face {
+                crate::options::Face::Python => "headers=",
+                _ => "--header",
+            };
+            RemoteError::new(ErrorKind::Setup, format!("{option}: {e}"))
+        })?;
+    }
+    // One deadline for each URL, whatever its depth: the file with its data, or the set with
+    // all its shards.
+    opts.max_requests = o
+        .max_requests
+        .unwrap_or(crate::options::DEFAULT_MAX_REQUESTS);
+    if let Some(t) = o.timeout {
+        opts.total_timeout = t;
+        opts.stream_timeout = Some(t);
+    }
+    if let Some(path) = &o.ca_file {
+        let pem = std::fs::read(path).map_err(|e| {
+            let message = format!("CA file {}: {e}", crate::fs::display_path(path));
+            RemoteError::new(ErrorKind::Setup, message)
+        })?;
+        opts = opts.ca_bundle_pem(pem);
+    }
+    Remote::new(opts)
+}

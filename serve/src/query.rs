@@ -1,0 +1,123 @@
+//! The query of `POST /v1/check` as a pure function (for the service and for fuzz targets):
+//! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected-sha256=HEX`, the check
+//! options by their command-line names ([`crate::options`]) on top of the service's own, and
+//! `expected-sha256`, the digest the file must have (`INTEGRITY-SHA256` otherwise; implies
+//! `sha256`). Names may be written with `_` for `-`.
+
+use stcheck_gate::options::RunOptions;
+
+use crate::options::{self, Value};
+
+/// The longest query accepted, in bytes.
+pub const MAX_QUERY_LEN: usize = 8192;
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// The run's options: the service's, with the query's on top (lists extended).
+    pub options: RunOptions,
+    /// The SHA-256 the file must have, 64 lower-case hex digits.
+    pub expected_sha256: Option<String>,
+}
+
+/// The options of `query` (the part of the URI after `?`, without it) on top of `base`; the
+/// options are not resolved yet ([`RunOptions::resolve`] finds their conflicts).
+pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
+    if query.len() > MAX_QUERY_LEN {
+        return Err(format!("query longer than {MAX_QUERY_LEN} bytes"));
+    }
+    let mut out = Query {
+        options: base.clone(),
+        expected_sha256: None,
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = match pair.split_once('=') {
+            Some((k, v)) => (decode(k)?, Some(decode(v)?)),
+            None => (decode(pair)?, None),
+        };
+        let key = key.replace('_', "-");
+        if key == "expected-sha256" {
+            let v = value.unwrap_or_default();
+            let hex = v.trim().to_ascii_lowercase();
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("expected-sha256: {v:?} is not 64 hex digits"));
+            }
+            out.expected_sha256 = Some(hex);
+            out.options.sha256 = true;
+            continue;
+        }
+        let value = match &value {
+            Some(v) => Value::Text(v),
+            None => Value::Flag(true),
+        };
+        if !options::set(&mut out.options, &key, value)? {
+            return Err(format!("no option {key:?}"));
+        }
+    }
+    Ok(out)
+}
+
+/// `s` with `+` as a space and `%XX` decoded; the result must be UTF-8.
+fn decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| format!("bad percent escape in {s:?}"))?;
+                out.push(hex);
+                i += 2;
+            }
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| format!("{s:?} is not UTF-8 once decoded"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stcheck::Profile;
+
+    #[test]
+    fn options_on_top_of_the_services() {
+        let mut base = RunOptions::default();
+        base.deny.push("NAME-PATH".into());
+        let q = parse_query(
+            "profile=portable&deep&deny=LAYOUT-ALIGN%2CLAYOUT-GAP&deny_warnings=0",
+            &base,
+        )
+        .expect("parses");
+        assert_eq!(q.options.profile, Profile::Portable);
+        assert!(q.options.deep && !q.options.deny_warnings);
+        assert_eq!(q.options.deny, ["NAME-PATH", "LAYOUT-ALIGN", "LAYOUT-GAP"]);
+        let hex = "AB".repeat(32);
+        let q = parse_query(&format!("expected-sha256={hex}"), &base).expect("parses");
+        assert_eq!(q.expected_sha256, Some("ab".repeat(32)));
+        assert!(q.options.sha256);
+    }
+
+    #[test]
+    fn refusals() {
+        let base = RunOptions::default();
+        for bad in [
+            "color=red",
+            "deep=maybe",
+            "profile=lax",
+            "deny",
+            "expected-sha256=abc",
+            "deny=%zz",
+            "deny=%ff",
+        ] {
+            assert!(parse_query(bad, &base).is_err(), "{bad}");
+        }
+        assert!(parse_query(&"a".repeat(MAX_QUERY_LEN + 1), &base).is_err());
+    }
+}
