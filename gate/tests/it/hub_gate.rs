@@ -1,6 +1,7 @@
 //! The gate's face of a whole repository, as the Python package reaches it: `Gate::targets`
 //! lists `hf://org/repo` at one commit (through `HF_ENDPOINT`), `Gate::check` checks each
-//! target. One test in this binary, since it sets the process environment.
+//! target; and what the events carry (the gate's status, each shard's shown text). It sets the process environment, under
+//! `env_lock`.
 #![cfg(feature = "remote")]
 
 use std::ffi::OsString;
@@ -9,31 +10,39 @@ use std::io;
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, ReadError};
 use stcheck_gate::options::RunOptions;
-use stcheck_gate::{Gate, Shown, Sink, Status, Target, Unchecked, Via};
+use stcheck_gate::{target_of, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_testkit::http::{serve_file, zeros_file, Reply, Server};
 
 #[derive(Default)]
 struct Collect(Vec<String>);
 
 impl Sink for Collect {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
+    fn file(&mut self, at: &Shown<'_>, _: &Checked<'_>, via: &Via, s: Status) -> io::Result<()> {
         let commit = match via {
             Via::Remote { hub, .. } => hub.commit.clone().unwrap_or_default(),
             Via::Local(_) | Via::Memory => String::new(),
         };
         self.0
-            .push(format!("file {} {} {commit}", at.text, c.verdict.is_ok()));
+            .push(format!("file {} {} {commit}", at.text, s == Status::Valid));
         Ok(())
     }
-    fn index_start(
+    fn index_start(&mut self, _: &Shown<'_>, _: Option<stcheck::ReadMode>) -> io::Result<()> {
+        Ok(())
+    }
+    fn shard(
         &mut self,
-        _: &Shown<'_>,
-        _: &str,
-        _: Option<stcheck::ReadMode>,
+        at: &Shown<'_>,
+        name: &str,
+        _: ShardOutcome<'_, '_>,
+        _: Option<&Via>,
+        s: Status,
     ) -> io::Result<()> {
-        Ok(())
-    }
-    fn shard(&mut self, _: &str, _: ShardOutcome<'_, '_>, _: Option<&Via>) -> io::Result<()> {
+        let Place::Path(p) = at.place else {
+            return Err(io::Error::other("a shard on disk without its path"));
+        };
+        assert!(p.ends_with(name), "{p:?} {name}");
+        self.0
+            .push(format!("shard {name} {} {}", at.text, s.as_str()));
         Ok(())
     }
     fn index_end(
@@ -41,8 +50,9 @@ impl Sink for Collect {
         at: &Shown<'_>,
         _: Result<&IndexReport, &ReadError>,
         _: &Via,
+        s: Status,
     ) -> io::Result<()> {
-        self.0.push(format!("index {}", at.text));
+        self.0.push(format!("index {} {}", at.text, s.as_str()));
         Ok(())
     }
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, _: Unchecked) -> io::Result<()> {
@@ -54,6 +64,7 @@ impl Sink for Collect {
 
 #[test]
 fn gate_targets_list_a_repository_at_one_commit() {
+    let _env = crate::env_lock();
     let commit = "ab".repeat(20);
     let model = zeros_file(2);
     let (c, m) = (commit.clone(), model.clone());
@@ -105,4 +116,30 @@ fn gate_targets_list_a_repository_at_one_commit() {
     options.allow_other_formats = true;
     let gate = Gate::new(options).expect("options");
     assert_eq!(gate.targets(&[OsString::from("hf://org/repo")]).len(), 1);
+
+    // Issue 29: the events carry what the gate decided, a shard's shown text included (its
+    // set's directory as shown, then its escaped name), so that no sink builds either again.
+    let dir = std::env::temp_dir().join(format!("stcheck-gate-events-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("good.safetensors"), &model).expect("write");
+    std::fs::write(dir.join("b\tad.safetensors"), [1u8, 2, 3]).expect("write");
+    let index = dir.join("m.safetensors.index.json");
+    let map =
+        r#"{"weight_map":{"w":"good.safetensors","x":"b\tad.safetensors","y":"gone.safetensors"}}"#;
+    std::fs::write(&index, map).expect("write");
+    let mut sink = Collect::default();
+    let done = gate.check(&target_of(index), 1, &|_: u64| {}, &mut sink);
+    assert_eq!(done.status, Status::Invalid);
+    let d = stcheck_gate::shown_path(&dir);
+    assert_eq!(
+        sink.0,
+        [
+            format!("shard good.safetensors {d}/good.safetensors valid"),
+            format!("shard b\tad.safetensors {d}/b\\tad.safetensors invalid"),
+            format!("shard gone.safetensors {d}/gone.safetensors invalid"),
+            format!("index {d}/m.safetensors.index.json invalid"),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

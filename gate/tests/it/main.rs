@@ -11,6 +11,14 @@ mod remote_hostile;
 mod remote_index;
 mod remote_tls;
 
+/// The tests that set the process environment (`HF_ENDPOINT`, `HF_TOKEN`) hold this lock for
+/// their whole run: they share one process, and neither may read what the other set.
+#[cfg(feature = "remote")]
+fn env_lock() -> std::sync::MutexGuard<'static, ()> {
+    static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ENV.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Client options for tests: short timeouts and backoff, so a misbehaving server costs
 /// little time (the defaults are for real servers).
 #[cfg(feature = "remote")]

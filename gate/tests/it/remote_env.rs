@@ -1,6 +1,6 @@
 //! `RemoteOptions::from_env`: `HF_ENDPOINT` points `hf://` addresses at another hub (here a
-//! loopback server) and `HF_TOKEN` is sent to it. One test in this binary, since it sets the
-//! process environment.
+//! loopback server) and `HF_TOKEN` is sent to it. It sets the process environment, under
+//! `env_lock`.
 #![cfg(feature = "remote")]
 
 use stcheck::Config;
@@ -9,6 +9,7 @@ use stcheck_testkit::http::{serve_file, zeros_file, Reply, Server};
 
 #[test]
 fn hf_endpoint_and_token_from_the_environment() {
+    let _env = crate::env_lock();
     let file = zeros_file(3);
     let server = Server::start(move |req| match req.path() {
         "/mirror/org/repo/resolve/main/model.safetensors" => serve_file(req, &file, true),

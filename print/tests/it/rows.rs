@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use stcheck::{Checker, Config, ReadError, ReadErrorKind};
-use stcheck_gate::{Place, Shown, Sink, Unchecked, Via};
+use stcheck_gate::{Place, Shown, Sink, Status, Unchecked, Via};
 use stcheck_print::records::Row;
 use stcheck_print::{JsonLines, Options, Profile};
 
@@ -90,7 +90,8 @@ fn each_record_written_gives_the_row_its_line_says() {
             for file in files {
                 let bytes = corpus(file);
                 let checked = Checker::check_slice(&config, &bytes);
-                sink.file(&at(file), &checked, &Via::Memory)
+                let status = Status::of_file(&checked, profile);
+                sink.file(&at(file), &checked, &Via::Memory, status)
                     .expect("written");
             }
             let policy = ReadError::new(ReadErrorKind::NotRegular, "a FIFO");
@@ -128,7 +129,8 @@ fn no_rows_unless_asked() {
     let bytes = corpus("valid/dtype/bf16.safetensors");
     let checked = Checker::check_slice(&config, &bytes);
     let mut sink = JsonLines::new(Vec::new(), Options::new(Profile::Strict));
-    sink.file(&at("x"), &checked, &Via::Memory)
+    let status = Status::of_file(&checked, Profile::Strict);
+    sink.file(&at("x"), &checked, &Via::Memory, status)
         .expect("written");
     assert!(sink.take_rows().is_empty());
 }
