@@ -51,6 +51,15 @@ pub fn main(args: &[OsString]) -> ExitCode {
         }
     };
     let code = runtime.block_on(async {
+        // The handlers are in place before anything listens: a SIGTERM sent as soon as the
+        // service answers is a graceful stop, never the default action.
+        let stop = match StopSignal::new() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("stcheck serve: cannot wait for signals: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let server = match Server::start(settings).await {
             Ok(s) => s,
             Err(e) => {
@@ -61,10 +70,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
         for line in server.banner() {
             eprintln!("stcheck serve: {line}");
         }
-        if let Err(e) = stop_signal().await {
-            eprintln!("stcheck serve: cannot wait for signals: {e}");
-            return ExitCode::from(2);
-        }
+        stop.recv().await;
         eprintln!("stcheck serve: stopping: no new connections; streams in flight may finish");
         server.shutdown().await;
         eprintln!("stcheck serve: stopped");
@@ -74,14 +80,26 @@ pub fn main(args: &[OsString]) -> ExitCode {
     code
 }
 
-/// SIGTERM or SIGINT.
-async fn stop_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment it is made.
+struct StopSignal {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn new() -> std::io::Result<StopSignal> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignal {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
     }
-    Ok(())
+
+    /// Until one of them arrives.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }
