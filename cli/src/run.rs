@@ -74,7 +74,7 @@ fn explain(rule: stcheck::Rule) -> ExitCode {
 ///
 /// The jobs used to wait for their turn to write (spinning, yielding, then sleeping): on a
 /// machine whose cores are busy the job a waiter needs is not running, and 2,000 small files
-/// took 4-35 times as long with the default `-j` as with `-j 1` (`benches/contention.sh`
+/// took 4-35 times as long with the default `-j` as with `-j 1` (`benches/contention.py`
 /// gives the figures of this design).
 struct Order {
     /// The first job whose output has not been written entirely (also [`Run::first`]).

@@ -16,35 +16,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use stcheck::index::{check_index_with, check_shard_name, ShardSource};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
-use stcheck_gate::options::{Face, RunOptions};
+use stcheck_gate::options::{Face, Opt, RunOptions, Spec, Value, OPTIONS};
 use stcheck_gate::{shown_shard, Cost, Place, Shown, Sink, Status, Via};
 use stcheck_print::records::{self, FileRecord};
 use stcheck_print::JsonLines;
 use wasm_bindgen::prelude::*;
-
-/// The options of the JavaScript API, as its users spell them (camelCase). Options of the
-/// wrapper alone (`onProgress`, `fetch`, `headers`, `chunkSize`, `path`) are taken out
-/// before they get here; any other unknown name is a usage error, not silently ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-struct JsOptions {
-    profile: Option<String>,
-    deep: bool,
-    sha256: bool,
-    deny_warnings: bool,
-    deny_nonfinite: bool,
-    deny: Vec<String>,
-    allow: Vec<String>,
-    compare_reference: bool,
-    portable_to: Option<Vec<String>>,
-    refusals_are_errors: bool,
-    max_header_size: Option<u64>,
-    max_warnings_per_rule: Option<usize>,
-    verbose: bool,
-}
 
 /// Options resolved once: the core's configuration and what the record shows.
 #[derive(Debug, Clone)]
@@ -53,53 +31,59 @@ struct Resolved {
     record: stcheck_print::Options,
 }
 
+/// The options of the JavaScript API, as its users spell them (camelCase): each property
+/// read by the gate's table ([`OPTIONS`], [`Face::Js`] names), and `verbose`. Options of the
+/// wrapper alone (`onProgress`, `fetch`, `headers`, `chunkSize`, `path`) are taken out before
+/// they get here; any other unknown name is a usage error, not silently ignored.
 fn resolve(options: &str) -> Result<Resolved, String> {
-    let o: JsOptions = if options.trim().is_empty() {
-        JsOptions::default()
-    } else {
-        serde_json::from_str(options).map_err(|e| format!("options: {e}"))?
-    };
-    let profile = match o.profile.as_deref() {
-        None | Some("strict") => Profile::Strict,
-        Some("reference") => Profile::Reference,
-        Some("portable") => Profile::Portable,
-        Some(other) => {
-            return Err(format!(
-                "profile: {other:?} is not a profile (strict, reference or portable)"
-            ))
+    let mut run = RunOptions::default();
+    run.face = Face::Js;
+    let mut verbose = false;
+    if !options.trim().is_empty() {
+        let given: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(options).map_err(|e| format!("options: {e}"))?;
+        for (key, value) in &given {
+            match (key.as_str(), Spec::find(Face::Js, key)) {
+                ("verbose", _) => {
+                    verbose = value
+                        .as_bool()
+                        .ok_or_else(|| format!("verbose: {value} is not true or false"))?
+                }
+                (_, Some(spec)) => run
+                    .set(spec.opt, Value::from_json(value))
+                    .map_err(|e| e.0)?,
+                (_, None) => {
+                    let known: Vec<String> = OPTIONS
+                        .iter()
+                        .filter_map(|s| s.js)
+                        .chain(["verbose"])
+                        .map(|k| format!("`{k}`"))
+                        .collect();
+                    return Err(format!(
+                        "options: unknown field `{key}`, expected one of {}",
+                        known.join(", ")
+                    ));
+                }
+            }
         }
-    };
-    if o.compare_reference || profile == Profile::Reference {
+    }
+    if run.compare_reference || run.profile == Profile::Reference {
         return Err(format!(
             "{}: the reference crate's verdict is left out of the WebAssembly build: compiled \
              for wasm32 its sizes and offsets are 32-bit (usize), so it rejects files the \
              64-bit reference loads (8 of the corpus's files, and the messages of 10 more \
              differ); the stcheck command line and the Python package give it",
-            if o.compare_reference {
-                "compareReference: true"
+            if run.compare_reference {
+                run.name(Opt::CompareReference)
             } else {
-                "profile: \"reference\""
+                Face::Js.reference_profile()
             }
         ));
     }
-    let mut run = RunOptions::default();
-    run.face = Face::Js;
-    run.profile = profile;
-    run.deep = o.deep;
-    run.sha256 = o.sha256;
-    run.deny_warnings = o.deny_warnings;
-    run.deny_nonfinite = o.deny_nonfinite;
-    run.deny = o.deny;
-    run.allow = o.allow;
-    run.compare_reference = o.compare_reference;
-    run.portable_to = o.portable_to;
-    run.refusals_are_errors = o.refusals_are_errors;
-    run.max_header_size = o.max_header_size;
-    run.max_warnings_per_rule = o.max_warnings_per_rule;
     let mut config = run.resolve().map_err(|e| e.0)?;
     // No threads in a WebAssembly module without shared memory: the deep scan runs on one.
     config.threads = 1;
-    let record = stcheck_print::Options::new(run.effective_profile()).verbose(o.verbose);
+    let record = stcheck_print::Options::new(run.effective_profile()).verbose(verbose);
     Ok(Resolved { config, record })
 }
 
@@ -388,14 +372,7 @@ impl IndexSession {
     /// any other makes the set not checked, as the CLI does when a shard's read fails).
     #[wasm_bindgen(js_name = shardUnreadable)]
     pub fn shard_unreadable(&mut self, name: &str, reason: &str, message: &str) {
-        let kind = match reason {
-            "not_found" => ReadErrorKind::NotFound,
-            "not_regular" => ReadErrorKind::NotRegular,
-            "link_not_followed" => ReadErrorKind::LinkNotFollowed,
-            "changed" => ReadErrorKind::Changed,
-            "too_large" => ReadErrorKind::TooLarge,
-            _ => ReadErrorKind::Io,
-        };
+        let kind = reason.parse().unwrap_or(ReadErrorKind::Io);
         self.shards
             .insert(name.to_owned(), Err((kind, message.to_owned())));
     }

@@ -9,8 +9,9 @@
 
 use stcheck::Rule;
 
-/// SPEC.md, as it was when the library was built.
-pub const SPEC_MD: &str = include_str!("../../SPEC.md");
+/// SPEC.md, as it was when the library was built (through the link `print/SPEC.md`, so that
+/// the packaged crate carries it).
+pub const SPEC_MD: &str = include_str!("../SPEC.md");
 
 /// One rule's text in SPEC.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

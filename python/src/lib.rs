@@ -37,7 +37,6 @@ use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use numpy::{PyArray1, PyArrayMethods as _};
 use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
@@ -50,39 +49,53 @@ use stcheck::{
     Checked, Checker, Config, FileStamp, Profile, ReadError, ReadErrorKind, ReadMode, Rule,
 };
 use stcheck_gate::fs::RegularFile;
-use stcheck_gate::options::{Face, RunOptions};
+use stcheck_gate::options::{Face, Kind, RunOptions, Value, OPTIONS};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_print::records::{self, Row};
 use stcheck_print::JsonLines;
 
-/// The options of one call, as the Python side fills them (every key present).
-#[derive(Debug, FromPyObject)]
-#[pyo3(from_item_all)]
+/// The options of one call, as the Python side fills them (`options()`: every key present):
+/// the run options, each read by the kind the gate's table gives it ([`OPTIONS`]), and this
+/// face's own (`threads`, `verbose`).
+#[derive(Debug)]
 struct Opts {
-    profile: String,
-    deep: bool,
-    sha256: bool,
-    deny_warnings: bool,
-    deny_nonfinite: bool,
-    deny: Vec<String>,
-    allow: Vec<String>,
-    max_header_size: Option<u64>,
-    max_warnings_per_rule: Option<usize>,
-    compare_reference: bool,
-    portable_to: Option<Vec<String>>,
-    refusals_are_errors: bool,
-    mode: String,
+    run: RunOptions,
     threads: usize,
     verbose: bool,
-    follow_links: bool,
-    allow_empty: bool,
-    allow_other_formats: bool,
-    exclude: Vec<String>,
-    max_requests: Option<u64>,
-    timeout: Option<f64>,
-    headers: Vec<(String, String)>,
-    ca_file: Option<PathBuf>,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Opts {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Opts> {
+        let mut run = RunOptions::default();
+        run.face = Face::Python;
+        for spec in OPTIONS {
+            let Some(key) = spec.python else { continue };
+            let item = obj.get_item(key)?;
+            let value = if item.is_none() {
+                Value::Default
+            } else {
+                match spec.kind {
+                    Kind::Flag => Value::Bool(item.extract()?),
+                    Kind::Rules | Kind::Readers | Kind::Globs => Value::List(item.extract()?),
+                    Kind::Count | Kind::Bytes => Value::Int(item.extract()?),
+                    Kind::Seconds => Value::Float(item.extract()?),
+                    Kind::Headers => Value::Pairs(item.extract()?),
+                    Kind::Path => Value::Path(item.extract()?),
+                    _ => Value::Text(item.extract()?),
+                }
+            };
+            run.set(spec.opt, value)
+                .map_err(|e| PyValueError::new_err(e.0))?;
+        }
+        Ok(Opts {
+            run,
+            threads: obj.get_item("threads")?.extract()?,
+            verbose: obj.get_item("verbose")?.extract()?,
+        })
+    }
 }
 
 /// A run of the Python face: the gate (the options resolved once), how records are printed,
@@ -94,62 +107,14 @@ struct Run {
     threads: usize,
 }
 
-fn bad(what: &str, value: &str, choices: &str) -> PyErr {
-    PyValueError::new_err(format!("{what}: {value:?} is not {choices}"))
-}
-
 impl Run {
     /// The options turned into a run, through the one resolution every face uses; `mode`
     /// overrides how files are read (the loader reads, whatever the options say).
     fn new(o: Opts, mode: Option<ReadMode>) -> PyResult<Run> {
-        let profile = match o.profile.as_str() {
-            "strict" => Profile::Strict,
-            "reference" => Profile::Reference,
-            "portable" => Profile::Portable,
-            other => {
-                return Err(bad(
-                    "profile=",
-                    other,
-                    "\"strict\", \"reference\" or \"portable\"",
-                ))
-            }
-        };
-        let read_mode = match o.mode.as_str() {
-            "mmap" => ReadMode::Mmap,
-            "read" => ReadMode::Read,
-            "stream" => ReadMode::Stream,
-            other => return Err(bad("mode=", other, "\"mmap\", \"read\" or \"stream\"")),
-        };
-        let timeout = match o.timeout {
-            None => None,
-            Some(t) => Some(Duration::try_from_secs_f64(t).map_err(|_| {
-                PyValueError::new_err(format!("timeout=: {t} is not a number of seconds"))
-            })?),
-        };
-        let mut options = RunOptions::default();
-        options.face = Face::Python;
-        options.profile = profile;
-        options.deep = o.deep;
-        options.sha256 = o.sha256;
-        options.deny_warnings = o.deny_warnings;
-        options.deny_nonfinite = o.deny_nonfinite;
-        options.deny = o.deny;
-        options.allow = o.allow;
-        options.max_header_size = o.max_header_size;
-        options.max_warnings_per_rule = o.max_warnings_per_rule;
-        options.compare_reference = o.compare_reference;
-        // The portable profile without readers named: every reader of the table.
-        options.portable_to = o.portable_to;
-        options.refusals_are_errors = o.refusals_are_errors;
-        options.mode = mode.unwrap_or(read_mode);
-        options.follow_links = o.follow_links;
-        options.allow_empty = o.allow_empty;
-        options.allow_other_formats = o.allow_other_formats;
-        options.exclude = o.exclude;
-        options.max_requests = o.max_requests;
-        options.timeout = timeout;
-        options.headers = o.headers;
-        options.ca_file = o.ca_file;
+        let mut options = o.run;
+        if let Some(mode) = mode {
+            options.mode = mode;
+        }
         let gate = Gate::new(options).map_err(|e| PyValueError::new_err(e.0))?;
         let print = stcheck_print::Options::new(gate.profile())
             .verbose(o.verbose)

@@ -39,6 +39,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cache;
 mod check;
 mod clip;
 pub mod deep;
@@ -69,7 +70,7 @@ pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
-pub use limits::Config;
+pub use limits::{Config, OptionNames};
 pub use magic::format_of;
 pub use mmap::{map, Mapped};
 pub use names::escape;

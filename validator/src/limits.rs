@@ -82,6 +82,33 @@ pub struct Config {
     /// Warning rules not reported at all (`--allow RULE`); an error rule here has no effect.
     /// Default: none.
     pub allow: Vec<crate::Rule>,
+    /// How the caller's users write the options a message asks them to change. Default: the
+    /// command line's flags.
+    pub names: OptionNames,
+}
+
+/// How the options a message of the core asks to change are written on the caller's face
+/// (`--compare-reference`, `compare_reference=True`, ...). The gate fills them for its face
+/// (`stcheck_gate::options::Face`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OptionNames {
+    /// The largest header length: `--max-header-size`.
+    pub max_header_size: &'static str,
+    /// The reference verdict beside the strict one: `--compare-reference`.
+    pub compare_reference: &'static str,
+    /// The reference profile chosen: `--profile reference`.
+    pub reference_profile: &'static str,
+}
+
+impl Default for OptionNames {
+    fn default() -> Self {
+        OptionNames {
+            max_header_size: "--max-header-size",
+            compare_reference: "--compare-reference",
+            reference_profile: "--profile reference",
+        }
+    }
 }
 
 impl Default for Config {
@@ -99,6 +126,7 @@ impl Default for Config {
             portable: None,
             deny: Vec::new(),
             allow: Vec::new(),
+            names: OptionNames::default(),
         }
     }
 }

@@ -83,8 +83,7 @@ fn admit_parts(parts: &[&[u8]]) -> Result<(), String> {
         return Err(format!(
             "the reference verdict is not computed for a header of more than {MAX_MEMBERS} JSON \
              members (this one has {members}): the reference crate's own maps would take about \
-             {} MiB, past the memory bound; check it without --compare-reference and \
-             --profile reference",
+             {} MiB, past the memory bound",
             members.saturating_mul(256) >> 20
         ));
     }

@@ -148,12 +148,12 @@ pub fn check_opened<T>(
             }
             let checked = Checker::check_slice_with(config, &bytes, progress);
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Read => {
             let checked = read_at(file, config, len, progress)?;
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Stream => {
             let checked = stream(&mut &*file, config, Some(len), progress)?;
@@ -355,7 +355,7 @@ fn read_head_with(
 
 /// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
 /// the end of the file). Retries on `Interrupted`.
-fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match read_at_once(file, &mut buf[got..], at + got as u64) {
@@ -391,7 +391,8 @@ fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 pub(crate) const READ_BLOCK: usize = 256 * 1024;
 
 /// The rest of a regular file from `start`, read in [`READ_BLOCK`]s into a buffer of each
-/// reading thread's own.
+/// reading thread's own, each scanned right after its read; blocks the scan brought in from
+/// the disk are dropped from the page cache behind it (`cache`).
 struct FileRegion<'f> {
     file: &'f File,
     start: u64,
@@ -408,15 +409,20 @@ impl crate::deep::Region for FileRegion<'_> {
         let mut buf = vec![0u8; READ_BLOCK.min(usize::try_from(len).unwrap_or(usize::MAX))];
         let mut pos = at;
         let end = at + len;
+        crate::cache::sequential(self.file);
         while pos < end {
             let n = usize::try_from(end - pos)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
-            let k = read_full_at(self.file, &mut buf[..n], pos)?;
+            let (k, cold) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
             if k < n {
                 return Err(changed());
             }
             f(&buf[..n]);
+            // A block this scan brought in from the disk leaves the page cache behind it.
+            if cold {
+                crate::cache::drop_behind(self.file, pos, n);
+            }
             pos += n as u64;
         }
         Ok(())
@@ -473,7 +479,7 @@ fn stream<R: Read + ?Sized>(
     // A header too large for the reference crate: the check would end not checked whatever
     // the rest holds, so it ends now (nothing more is read or held).
     if let Err(why) = crate::reference::admit(head.get(LENGTH_FIELD..).unwrap_or(&[])) {
-        return Err(ReadError::new(ReadErrorKind::TooLarge, why));
+        return Err(crate::check::reference_refused(&why, config.names));
     }
     let decisive = decisive_len(&head, n, config);
     // The strict check, fed the bytes read so far and then the rest of the stream.
@@ -514,7 +520,7 @@ fn stream<R: Read + ?Sized>(
     if went_on {
         checked.file_len = None;
     }
-    require_reference(checked, config.reference)
+    require_reference(checked, config)
 }
 
 /// A reader that counts the bytes it gave and remembers that it ended.

@@ -478,6 +478,7 @@ fn run_results(pairs: &[(&str, Outcome)]) -> RunResults {
         timeout_ms: 1,
         persistent: false,
         index: false,
+        dedicated_refusal: false,
         run: Vec::new(),
         skip: Vec::new(),
         summary: Default::default(),

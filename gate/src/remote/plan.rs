@@ -354,13 +354,11 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
     let mut opts = RemoteOptions::from_env();
     for (name, value) in &o.headers {
         opts = opts.header(name, value).map_err(|e| {
-            let option = match o.face {
-                crate::options::Face::Python => "headers=",
-                _ => "--header",
-            };
+            let option = o.name(crate::options::Opt::Header);
             RemoteError::new(ErrorKind::Setup, format!("{option}: {e}"))
         })?;
     }
+    opts = opts.budget_option(o.name(crate::options::Opt::MaxRequests));
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
     opts.max_requests = o

@@ -33,7 +33,10 @@ fn the_reference_verdict_is_refused_above_max_members_and_given_at_it() {
     let above = file_with_members(MAX_MEMBERS - 4);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounds-reference");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    let config = Config::default().reference(true);
+    let mut config = Config::default().reference(true);
+    // The message names the options as the caller's face writes them.
+    config.names.compare_reference = "compare_reference=True";
+    config.names.reference_profile = "profile=\"reference\"";
     for (name, bytes, refused) in [("at", &at, false), ("above", &above, true)] {
         let path = dir.join(format!("{name}.safetensors"));
         std::fs::write(&path, bytes).expect("write");
@@ -44,6 +47,12 @@ fn the_reference_verdict_is_refused_above_max_members_and_given_at_it() {
                 (true, Err(e)) => {
                     assert_eq!(e.kind(), ReadErrorKind::TooLarge, "{name} {mode:?}: {e}");
                     assert!(e.message().contains("262144"), "{e}");
+                    assert!(
+                        e.message().ends_with(
+                            "; check it without compare_reference=True and profile=\"reference\""
+                        ),
+                        "{e}"
+                    );
                 }
                 (false, Ok(Some(v))) => assert!(v.accepts(), "{name} {mode:?}: {v:?}"),
                 (_, other) => panic!("{name} {mode:?}: {other:?}"),
