@@ -47,6 +47,10 @@ impl ReadMode {
     }
 }
 
+crate::error::from_name! {
+    ReadMode: [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream];
+}
+
 /// A read-only memory map of a file (see [`map`]); derefs to the file's bytes.
 #[derive(Debug)]
 pub struct Mapped(memmap2::Mmap);
