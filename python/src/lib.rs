@@ -52,7 +52,7 @@ use stcheck_gate::fs::RegularFile;
 use stcheck_gate::options::{Face, Kind, RunOptions, Value, OPTIONS};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
-use stcheck_print::records::{self as wire, Row};
+use stcheck_print::records::{self, Row};
 use stcheck_print::JsonLines;
 
 /// The options of one call, as the Python side fills them (`options()`: every key present):
@@ -149,6 +149,8 @@ enum Held {
         checked: Box<Checked<'static>>,
         /// How it was read (`None`: bytes in memory).
         mode: Option<ReadMode>,
+        /// What the gate decided.
+        status: Status,
     },
     Line(String),
 }
@@ -171,6 +173,7 @@ impl Outcome {
                 path,
                 checked,
                 mode,
+                status,
             } => {
                 // The very printer `stcheck --json` writes with, given the same event.
                 let mut printer = JsonLines::new(Vec::new(), self.print);
@@ -182,7 +185,7 @@ impl Outcome {
                     Some(mode) => Via::Local(*mode),
                     None => Via::Memory,
                 };
-                match printer.file(&at, checked, &via) {
+                match printer.file(&at, checked, &via, *status) {
                     Ok(()) => {
                         let mut out = printer.into_inner();
                         out.pop(); // the newline
@@ -202,15 +205,7 @@ impl Outcome {
 
 /// A record that cannot be valid, for this module's own failures.
 fn internal(why: &str) -> String {
-    let mut message = Vec::new();
-    let message = match wire::write_json(&mut message, &format!("internal error: {why}")) {
-        Ok(()) => String::from_utf8_lossy(&message).into_owned(),
-        Err(_) => "\"internal error\"".to_owned(),
-    };
-    format!(
-        "{{\"type\":\"file\",\"data\":{{\"path\":\"\",\"status\":\"io_error\",\
-         \"io_error\":{message},\"read_error\":\"io\"}}}}"
-    )
+    internal_row(why).1
 }
 
 #[pymethods]
@@ -226,9 +221,7 @@ impl Outcome {
     #[getter]
     fn status(&self) -> Option<&'static str> {
         match &self.held {
-            Held::File { checked, .. } => {
-                Some(wire::file_status(checked, self.print.profile).as_str())
-            }
+            Held::File { status, .. } => Some(status.as_str()),
             Held::Line(_) => None,
         }
     }
@@ -282,31 +275,40 @@ struct Capture {
 }
 
 impl Sink for Capture {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        via: &Via,
+        status: Status,
+    ) -> io::Result<()> {
         let mode = match via {
             Via::Local(mode) => Some(*mode),
             Via::Memory => None,
-            Via::Remote { .. } => return self.lines.file(at, c, via),
+            Via::Remote { .. } => return self.lines.file(at, c, via, status),
         };
         self.files.push(Held::File {
             path: at.text.to_owned(),
             checked: Box::new(c.clone().into_owned()),
             mode,
+            status,
         });
         Ok(())
     }
 
-    fn index_start(&mut self, at: &Shown<'_>, dir: &str, mode: Option<ReadMode>) -> io::Result<()> {
-        self.lines.index_start(at, dir, mode)
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()> {
+        self.lines.index_start(at, mode)
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
-        self.lines.shard(name, outcome, via)
+        self.lines.shard(at, name, outcome, via, status)
     }
 
     fn index_end(
@@ -314,8 +316,9 @@ impl Sink for Capture {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()> {
-        self.lines.index_end(at, outcome, via)
+        self.lines.index_end(at, outcome, via, status)
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
@@ -503,12 +506,11 @@ fn batch_item(
 /// The row and line of a record that cannot be valid, for this module's own failures.
 fn internal_row(why: &str) -> (Row, String) {
     let error = ReadError::new(ReadErrorKind::Io, format!("internal error: {why}"));
-    let record = wire::UnreadableRecord::new("", &error);
+    let record = records::UnreadableRecord::new("", &error);
     let mut line = Vec::new();
-    let line = match wire::write_line(&mut line, "file", &record) {
-        Ok(()) => String::from_utf8_lossy(line.trim_ascii_end()).into_owned(),
-        Err(_) => internal(why),
-    };
+    // Into memory, a record of strings cannot fail to be written.
+    let _ = records::write_line(&mut line, "file", &record);
+    let line = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
     (record.row(), line)
 }
 
@@ -941,11 +943,11 @@ impl ShardSource for Shards {
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
         let file = self.inner.open(name)?;
-        let shown = format!("{}{}", self.dir, stcheck::escape(name));
+        let shown = stcheck_gate::shown_shard(&self.dir, name);
         let config = config.clone().threads(self.config_threads);
         let profile = self.profile;
         let ((), kept) = check_kept(file, &shown, &config, self.keep, |c| {
-            let valid = c.is_valid_under(profile);
+            let valid = Status::of_file(&c, profile) == Status::Valid;
             f(c);
             ((), valid)
         })?;
@@ -975,10 +977,12 @@ fn open_index_checked(
 }
 
 fn open_index(run: &Run, path: &Path, keep: Keep) -> (Record, Vec<(String, Kept)>) {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => format!("{}/", stcheck_gate::shown_path(p)),
-        _ => String::new(),
+    let shown = stcheck_gate::shown_path(path);
+    let at = Shown {
+        text: &shown,
+        place: Place::Path(path),
     };
+    let dir = at.shard_dir();
     let source = Shards {
         inner: run.gate.shard_source(path, None),
         config_threads: run.threads,

@@ -61,8 +61,8 @@ pub struct Config {
     /// `sha256`, one of them hashes while the others scan. Results are identical to the
     /// single-threaded scan. Read and streamed input is scanned on one thread. Default: 0.
     pub threads: usize,
-    /// The smallest share of the data region worth a thread of its own; 0 means
-    /// [`crate::deep::DEFAULT_MIN_BYTES_PER_THREAD`]. Default: 0.
+    /// The smallest share of the data region worth a thread of its own; 0 means the built-in
+    /// 4 MiB. Default: 0.
     pub min_bytes_per_thread: u64,
     /// How many warnings of each rule a report keeps (the first ones in file order; the
     /// count of all is kept). Default: [`DEFAULT_MAX_WARNINGS_PER_RULE`].
