@@ -49,6 +49,10 @@ impl ReadMode {
     }
 }
 
+crate::error::from_name! {
+    ReadMode: [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream];
+}
+
 /// Read until `buf` is full or the reader ends; the bytes read. Retries on `Interrupted`.
 pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
