@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+import stcheck_bin
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "target" / "contention"
 
@@ -83,14 +85,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="stcheck wall time with -j 1, -j 2 and the default -j, quiet and with every core busy")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--files", default="2000,20000", help="comma-separated file counts")
-    ap.add_argument("--bin", help="the stcheck binary (default: build target/release/stcheck)")
-    ap.add_argument("--baseline", help="another stcheck binary, run with the default -j beside it")
+    stcheck_bin.add_args(ap, "another stcheck binary, run with the default -j beside it")
     a = ap.parse_args()
-    if a.bin:
-        stcheck = a.bin
-    else:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "stcheck-cli", "--bin", "stcheck"], cwd=ROOT, check=True)
-        stcheck = str(ROOT / "target" / "release" / "stcheck")
+    stcheck = stcheck_bin.stcheck(a)
     cores = os.cpu_count() or 1
     configs = [("-j 1", [stcheck, "-j", "1"]), ("-j 2", [stcheck, "-j", "2"]), ("default", [stcheck])]
     if a.baseline:

@@ -49,7 +49,8 @@ bare() {
 bare sh -c '! command -v cargo && ! command -v rustc && ! command -v rustup' > /dev/null \
   || fail "a Rust toolchain is on PATH"
 bare stconform corpus | tee "$OUT/corpus.txt"
-grep -q "(bundled, release 1.0.0, checked)" "$OUT/corpus.txt" || fail "the bundled corpus was not used"
+VERSION="$(sed -n 's/^pub const CORPUS_VERSION: &str = "\(.*\)";/\1/p' conformance/src/corpus/mod.rs)"
+grep -qF "(bundled, release $VERSION, checked)" "$OUT/corpus.txt" || fail "the bundled corpus (release $VERSION) was not used"
 
 step "a v1 adapter (exit codes only) over the bundled corpus, against its known failures"
 cp conformance/known-failures/minimal-v1.json "$WORK/known.json"

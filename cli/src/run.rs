@@ -21,8 +21,7 @@ use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, ReadError, ReadMode};
 use stcheck_gate::{Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_print::records::Summary;
-use stcheck_print::sarif::SarifWriter;
-use stcheck_print::{text_summary, Github, JsonLines, Text};
+use stcheck_print::{text_summary, Github, JsonLines, SarifWriter, Text};
 
 use crate::args::{self, Command, Format, Options, ProgressMode};
 use crate::progress::{self, JobHook, Progress, Unit};
@@ -75,7 +74,7 @@ fn explain(rule: stcheck::Rule) -> ExitCode {
 ///
 /// The jobs used to wait for their turn to write (spinning, yielding, then sleeping): on a
 /// machine whose cores are busy the job a waiter needs is not running, and 2,000 small files
-/// took 4-35 times as long with the default `-j` as with `-j 1` (`benches/contention.sh`
+/// took 4-35 times as long with the default `-j` as with `-j 1` (`benches/contention.py`
 /// gives the figures of this design).
 struct Order {
     /// The first job whose output has not been written entirely (also [`Run::first`]).
@@ -243,10 +242,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where job `i` prints: a printer of its own into memory (text, JSON Lines, GitHub workflow
-/// commands), whose bytes go to standard output as soon as every job before it has been
-/// written; or, for SARIF (one document, whose printer numbers its results), the shared
-/// printer, in the job's turn.
+/// Where job `i` prints: a printer of its own into memory (text, JSON Lines), whose bytes go to
+/// standard output as soon as every job before it has been written; or, for SARIF (one
+/// document, whose printer numbers its results), the shared printer, in the job's turn.
 struct JobOutput<'r> {
     i: usize,
     run: &'r Run<'r>,
@@ -260,8 +258,7 @@ struct JobOutput<'r> {
 enum JobPrinter {
     Text(Text<Vec<u8>>),
     Json(JsonLines<Vec<u8>>),
-    Github(Github<Vec<u8>>),
-    /// The shared printer (SARIF).
+    /// The shared printer (SARIF, GitHub annotations).
     Shared,
 }
 
@@ -270,7 +267,6 @@ impl JobPrinter {
         match self {
             JobPrinter::Text(p) => Some(p.get_mut()),
             JobPrinter::Json(p) => Some(p.get_mut()),
-            JobPrinter::Github(p) => Some(p.get_mut()),
             JobPrinter::Shared => None,
         }
     }
@@ -301,7 +297,6 @@ impl<'r> JobOutput<'r> {
         let p = match &mut self.printer {
             JobPrinter::Text(p) => p as &mut dyn Sink,
             JobPrinter::Json(p) => p,
-            JobPrinter::Github(p) => p,
             JobPrinter::Shared => {
                 let mut s = self.wait_first();
                 if s.broken {
@@ -369,26 +364,29 @@ impl<'r> JobOutput<'r> {
 }
 
 impl Sink for JobOutput<'_> {
-    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, via: &Via) -> io::Result<()> {
-        self.forward(|s| s.file(at, checked, via))
-    }
-
-    fn index_start(
+    fn file(
         &mut self,
         at: &Shown<'_>,
-        shard_dir: &str,
-        mode: Option<ReadMode>,
+        checked: &Checked<'_>,
+        via: &Via,
+        status: Status,
     ) -> io::Result<()> {
-        self.forward(|s| s.index_start(at, shard_dir, mode))
+        self.forward(|s| s.file(at, checked, via, status))
+    }
+
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()> {
+        self.forward(|s| s.index_start(at, mode))
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
-        self.forward(|s| s.shard(name, outcome, via))
+        self.forward(|s| s.shard(at, name, outcome, via, status))
     }
 
     fn index_end(
@@ -396,11 +394,12 @@ impl Sink for JobOutput<'_> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()> {
         if let Err(e) = outcome {
             self.error_line(format!("stcheck: {}: {e}", at.text));
         }
-        self.forward(|s| s.index_end(at, outcome, via))
+        self.forward(|s| s.index_end(at, outcome, via, status))
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
@@ -467,13 +466,12 @@ impl Run<'_> {
     fn run_job(&self, target: &Target, i: usize, planned: u64) {
         let hook = self.bar.as_ref().map_or_else(JobHook::none, Progress::hook);
         if let Some(b) = &self.bar {
-            b.start(&target_text(target));
+            b.start(&target.shown());
         }
         let printer = match self.o.format {
             Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
             Format::Json => JobPrinter::Json(JsonLines::new(Vec::new(), self.o.print())),
-            Format::Github => JobPrinter::Github(Github::new(Vec::new())),
-            Format::Sarif => JobPrinter::Shared,
+            Format::Sarif | Format::Github => JobPrinter::Shared,
         };
         let mut sink = JobOutput {
             i,
@@ -499,18 +497,6 @@ impl Run<'_> {
         while i >= order.next + self.capacity && !self.stop.load(Ordering::Relaxed) {
             order = self.written.wait(order).unwrap_or_else(|p| p.into_inner());
         }
-    }
-}
-
-/// A target's text, as shown on the progress bar.
-fn target_text(target: &Target) -> String {
-    match target {
-        Target::File(p)
-        | Target::Index(p, _)
-        | Target::NotChecked(p, _)
-        | Target::WalkError(p, _) => stcheck_gate::fs::display_path(p),
-        Target::Url(url) | Target::UrlNotChecked(url, _) => stcheck_gate::target::shown_url(url),
-        Target::Stdin => "<stdin>".to_owned(),
     }
 }
 

@@ -116,6 +116,7 @@ fn writer_style(t: &TaskResult) -> &'static str {
         WriterOutcome::Pass => "o-ok",
         WriterOutcome::Wrote | WriterOutcome::Refused => "o-choice",
         WriterOutcome::Unsupported => "o-unsupported",
+        WriterOutcome::AddedMetadata => "o-choice",
         WriterOutcome::ShouldHaveRefused => "o-worst",
         WriterOutcome::Crash | WriterOutcome::Timeout => "o-crash",
         _ => "o-fail",

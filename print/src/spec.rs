@@ -1,6 +1,6 @@
 //! The text of `SPEC.md`, compiled into the library: each rule's section, for
 //! `stcheck --explain RULE` and for the rule descriptions of the SARIF output
-//! ([`crate::sarif`]). SPEC.md is the one source; a test keeps every rule of [`Rule::ALL`]
+//! ([`crate::SarifWriter`]). SPEC.md is the one source; a test keeps every rule of [`Rule::ALL`]
 //! documented there and the command's output equal to the document.
 //!
 //! A rule's section is the text from its heading `### RULE-ID` to the next heading. Its

@@ -32,7 +32,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
     let settings = match Settings::from_args(args) {
         Ok(settings::Parsed::Run(s)) => *s,
         Ok(settings::Parsed::Help) => {
-            print!("{}", settings::HELP);
+            print!("{}", settings::help());
             return ExitCode::SUCCESS;
         }
         Err(e) => {

@@ -404,8 +404,7 @@ mod tests {
             );
         }
         assert!(name(b"PK\x03\x04\x14\x00")
-            .unwrap()
-            .starts_with("a ZIP archive (the format of torch.save"));
+            .is_some_and(|n| n.starts_with("a ZIP archive (the format of torch.save")));
         assert_eq!(
             name(b"GGUF\x03\0\0\0").as_deref(),
             Some("a GGUF model file (llama.cpp's format)")
