@@ -526,6 +526,17 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
     let mut malformed = file("model.safetensors", model.clone());
     malformed.listed = Some(sha256_hex(&model)[1..].to_owned());
     repos.insert("org/malformed".into(), one_commit(&c1, vec![malformed]));
+    // File names with '#' and '?' (an uploader's choice): one valid, one not.
+    repos.insert(
+        "org/odd".into(),
+        one_commit(
+            &c1,
+            vec![
+                file("a#1.safetensors", model.clone()),
+                file("a?2.safetensors", b"not safetensors at all".to_vec()),
+            ],
+        ),
+    );
     let mut looping = one_commit(&c1, vec![file("model.safetensors", model.clone())]);
     looping.looping_pages = true;
     repos.insert("org/loop".into(), looping);
@@ -781,6 +792,31 @@ fn published_ids_that_disagree_are_an_integrity_error_by_every_route() {
     assert_eq!(f["error"]["rule"], "INTEGRITY-SHA256");
     let message = f["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("not a SHA-256"), "{message}");
+}
+
+#[test]
+fn names_with_hash_and_question_mark_are_shown_whole() {
+    let (repos, _) = model_repo();
+    let hub = Hub::start(repos);
+    let out = hub.run(&["--json", "hf://org/odd"], None);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    let c1 = commit_id(0xc1);
+    let got: BTreeMap<String, String> = records(&v, "file")
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_default().to_owned();
+            (s("path"), s("status"))
+        })
+        .collect();
+    let want: BTreeMap<String, String> = [
+        (format!("hf://org/odd@{c1}/a%231.safetensors"), "valid"),
+        (format!("hf://org/odd@{c1}/a%3F2.safetensors"), "invalid"),
+    ]
+    .into_iter()
+    .map(|(p, s)| (p, s.to_owned()))
+    .collect();
+    assert_eq!(got, want, "{}", out.stdout);
 }
 
 #[test]

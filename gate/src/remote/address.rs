@@ -83,6 +83,38 @@ pub(crate) fn encode_segment(s: &str) -> String {
     out
 }
 
+/// A file path of an `hf://` address with the escapes [`HfAddress::file_at`] writes (`%25`,
+/// `%23`, `%3F`, any case) decoded, and nothing else: any other `%` is the name's own.
+fn unescape_name(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let c = match rest
+            .get(i + 1..i + 3)
+            .map(str::to_ascii_uppercase)
+            .as_deref()
+        {
+            Some("25") => Some('%'),
+            Some("23") => Some('#'),
+            Some("3F") => Some('?'),
+            _ => None,
+        };
+        match c {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[i + 3..];
+            }
+            None => {
+                out.push('%');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Decode `%XX` escapes; `None` if one is malformed or the result is not UTF-8.
 fn decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
@@ -433,7 +465,7 @@ impl HfAddress {
             kind,
             repo: format!("{org}/{repo}"),
             revision,
-            path: path.to_owned(),
+            path: unescape_name(path),
         })
     }
 
@@ -453,8 +485,16 @@ impl HfAddress {
     }
 
     /// The file `path` of the same repository at revision `commit`, as an `hf://` address.
+    /// A path's `%`, `#` and `?` (an uploader may put them in a file name) are written
+    /// `%25`, `%23` and `%3F`, so that the address is shown whole (not cut as a query or a
+    /// fragment) and parses back to the same path.
     pub(crate) fn file_at(&self, commit: &str, path: &str) -> String {
-        format!("hf://{}{}@{commit}/{path}", self.kind, self.repo)
+        // '%' first: the escapes written after it are not escaped again.
+        let escaped = path
+            .replace('%', "%25")
+            .replace('#', "%23")
+            .replace('?', "%3F");
+        format!("hf://{}{}@{commit}/{escaped}", self.kind, self.repo)
     }
 
     /// The hub's API URL `{endpoint}/api/{models|datasets|spaces}/{org}/{repo}/{what}/{revision}`
@@ -509,6 +549,26 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).expect(s)
+    }
+
+    #[test]
+    fn names_with_hash_and_question_mark_are_shown_whole_and_parse_back() {
+        let repo = HfAddress::parse("hf://org/repo").expect("repo");
+        let endpoint = u("https://hub.example");
+        for name in [
+            "a#1.safetensors",
+            "d/a?2.safetensors",
+            "100%.safetensors",
+            "%23",
+        ] {
+            let address = repo.file_at(&"ab".repeat(20), name);
+            let shown = crate::target::shown_url(&address);
+            assert_eq!(shown, address, "{name}");
+            let back = HfAddress::parse(&address).expect("parses");
+            assert_eq!(back.path, name);
+            let url = back.resolve_url(&endpoint).expect("url");
+            assert_eq!(url.file_name(), name.rsplit('/').next().unwrap_or(name));
+        }
     }
 
     #[test]
