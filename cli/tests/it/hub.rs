@@ -74,6 +74,9 @@ struct Repo {
     raw_tree: Option<&'static str>,
     /// Files are answered with another commit's X-Repo-Commit.
     wrong_commit: bool,
+    /// The tree listing's next page (on the hub's host) redirects to another host, which
+    /// serves it.
+    redirected_next: bool,
 }
 
 /// The mock hub (127.0.0.1) and its CDN (127.0.0.2).
@@ -264,6 +267,14 @@ fn route(req: &Request, repos: &HashMap<String, Repo>, hub: &str, cdn: &str) -> 
                     .find_map(|q| q.strip_prefix("cursor="))
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(0);
+                if repo.redirected_next && cursor > 0 && !req.target.contains("away=1") {
+                    let api = format!("{hub}/api/{kind}/{org}/{name}/tree/{commit}");
+                    let elsewhere = api.replace("127.0.0.1", "localhost");
+                    return Reply::redirect(
+                        302,
+                        &format!("{elsewhere}?recursive=true&cursor={cursor}&away=1"),
+                    );
+                }
                 if let Some(raw) = repo.raw_tree {
                     return Reply::new(200).body(raw);
                 }
@@ -558,6 +569,13 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
         edit(&mut r);
         repos.insert(name.into(), r);
     }
+    // Two pages of the listing, the second redirected to another host.
+    let four = (1..=4)
+        .map(|i| file(&format!("m{i}.safetensors"), model.clone()))
+        .collect();
+    let mut away = one_commit(&c1, four);
+    away.redirected_next = true;
+    repos.insert("org/away".into(), away);
     let set = vec![
         file(
             "model.safetensors.index.json",
@@ -847,6 +865,7 @@ fn every_hub_error_code_says_what_to_do() {
         ),
         (vec!["hf://org/loop"], None, "loop"),
         (vec!["hf://org/foreign"], None, "another host"),
+        (vec!["hf://org/away"], None, "another host"),
         (vec!["hf://org/notjson"], None, "not the JSON the hub sends"),
         (vec!["hf://org/object"], None, "not the JSON the hub sends"),
         (vec!["hf://org/dotdot"], None, "unusable path"),

@@ -62,6 +62,8 @@ pub(super) struct Session<'r> {
     /// The commit every response of the address's origin must name in `X-Repo-Commit`, if it
     /// names one: the address's own (`hf://org/repo@COMMIT/...`), else the first one named.
     pin: Option<String>,
+    /// Redirects to another origin refused (the hub's API: a listing is read from the hub).
+    home_only: bool,
 }
 
 /// Statuses retried with backoff.
@@ -109,7 +111,14 @@ impl<'r> Session<'r> {
             cost: Cost::default(),
             hub: super::HubInfo::default(),
             pin: None,
+            home_only: false,
         }
+    }
+
+    /// The session of the hub's API: a redirect to another origin is refused, not followed.
+    pub(super) fn home_only(mut self) -> Self {
+        self.home_only = true;
+        self
     }
 
     /// The session of a file or set pinned to `commit` (`None`: to the first one the server
@@ -242,6 +251,17 @@ impl<'r> Session<'r> {
                     let next = url
                         .join(location)
                         .map_err(|e| RemoteError::new(ErrorKind::Redirect, e))?;
+                    if self.home_only && next.origin() != self.home {
+                        return Err(RemoteError::new(
+                            ErrorKind::Redirect,
+                            format!(
+                                "{} redirects to another host ({}): the hub's API is read \
+                                 from the hub's own host only",
+                                url.shown(),
+                                next.shown()
+                            ),
+                        ));
+                    }
                     if visited.contains(&next) {
                         return Err(RemoteError::new(
                             ErrorKind::Redirect,

@@ -182,7 +182,7 @@ impl Remote {
             .api_url(&self.hf_endpoint, "revision", hf.revision())
             .map_err(bad)?;
         let deadline = Deadline::after(Some(self.options.total_timeout), "listing a repository");
-        let mut session = Session::new(self, &revision_url, deadline);
+        let mut session = Session::new(self, &revision_url, deadline).home_only();
         let result = list(&mut session, &hf, &self.hf_endpoint, &revision_url, keep);
         result
             .map(|(commit, files)| Listing {
