@@ -10,9 +10,16 @@ crates' dependency graph itself cannot have a cycle (cargo refuses it).
 
 Usage: python3 .ci/cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the workspace)
 
-KNOWN lists cycles not broken yet (none since the remote source's set state moved into
-remote/budget.rs and its deadline into remote/deadline.rs); a known one is printed, and any
-other cycle fails.
+Comments and literals are skipped by a small lexer of Rust's tokens (see `strip`), not by
+regular expressions: a `//` in a string, `b'"'` or a string ending in `r` hid 9 imports and
+two cycles from the regular expressions that were here before. Every run first lexes
+.ci/cycles-fixture.rs, which holds each such case, and fails unless it finds exactly the
+fixture's `crate::seen_*` paths.
+
+KNOWN lists cycles not broken yet; a known one is printed, and any other cycle fails. One is
+left: the gate's `remote <-> run` (the remote source uses `Cost` and `HubInfo` of the driver;
+the events module that moves them out of run.rs is being written). The core's
+`check -> reference -> source -> check` was broken by the leaf validator/src/mmap.rs.
 """
 import os
 import re
@@ -23,7 +30,7 @@ DEFAULT = ["validator/src", "gate/src", "print/src", "cli/src", "conformance/src
            "fuzzing/src", "benches/src", "js/src", "python/src"]
 
 
-KNOWN: set = set()
+KNOWN: set = {("gate/src", ("remote", "run"))}
 
 
 def modules(src):
@@ -43,13 +50,72 @@ def modules(src):
     return out
 
 
+def ident(c):
+    return c.isalnum() or c == "_"
+
+
 def strip(text):
-    """The code without comments and string literals."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    return text
+    """The code without comments and literals, lexed as Rust lexes it: line and (nested) block
+    comments; string literals with their escapes (`"a \\" b"`, also `b"..."` and `c"..."`); raw
+    strings (`r"..."`, `r#"..."#`, `br#"..."#`) only where an `r` starts a token (not the `r`
+    that ends `"...r"` or an identifier); char and byte literals (`'"'`, `b'\\''`) told from
+    lifetimes and labels (`'a`, `'static`). Each literal becomes `""` and each comment a space
+    (newlines kept), so no quote or slash inside one can hide the code after it."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            out.append(" ")
+            continue
+        if c == "r" and (i == 0 or not ident(text[i - 1]) or (
+                text[i - 1] in "bc" and (i < 2 or not ident(text[i - 2])))):
+            j = i + 1
+            while j < n and text[j] == "#":
+                j += 1
+            if j < n and text[j] == '"':
+                close = '"' + "#" * (j - i - 1)
+                k = text.find(close, j + 1)
+                i = n if k < 0 else k + len(close)
+                out.append('""')
+                continue
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+            continue
+        if c == "'":
+            if text.startswith("\\", i + 1):
+                # An escape: '\\'', '\\n', '\\x7f', '\\u{1F600}'.
+                k = text.find("'", i + 3)
+                i = n if k < 0 else k + 1
+                out.append('""')
+                continue
+            if i + 2 < n and text[i + 2] == "'":
+                i += 3
+                out.append('""')
+                continue
+            # A lifetime or a label: the quote alone.
+            out.append(c)
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def paths_in(code):
@@ -121,7 +187,25 @@ def sccs(graph):
     return out
 
 
+FIXTURE = os.path.join(ROOT, ".ci", "cycles-fixture.rs")
+
+
+def self_test():
+    """The lexer on its fixture: every `use crate::seen_*;` line found, no `hidden_*` path."""
+    text = open(FIXTURE, encoding="utf-8").read()
+    want = re.findall(r"^use crate::(seen_\w+);", text, flags=re.M)
+    got = [p[1] for p in paths_in(strip(text)) if p[0] == "crate"]
+    if not want or got != want:
+        print(f"{FIXTURE}: the lexer is wrong")
+        print(f"  want {want}")
+        print(f"  got  {got}")
+        sys.exit(1)
+    print(f".ci/cycles-fixture.rs: {len(want)} imports after tricky literals and comments, "
+          f"all seen, none hidden")
+
+
 def main():
+    self_test()
     dirs = sys.argv[1:] or [d for d in DEFAULT if os.path.isdir(os.path.join(ROOT, d))]
     bad = 0
     for d in dirs:
@@ -139,6 +223,10 @@ def main():
                     continue
                 graph[m].add(t)
         cycles = [c for c in sccs(graph) if len(c) > 1]
+        found = {(d, tuple(sorted("::".join(x) or "(root)" for x in c))) for c in cycles}
+        for d_known, names in sorted(KNOWN):
+            if d_known == d and (d, names) not in found:
+                print(f"{d}: the known cycle {' <-> '.join(names)} is gone: drop it from KNOWN")
         for c in cycles:
             names = sorted("::".join(x) or "(root)" for x in c)
             known = (d, tuple(names)) in KNOWN

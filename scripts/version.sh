@@ -42,9 +42,9 @@ case "${1:-}" in
       || { echo "version.sh: pyproject.toml (the pre-commit hook's) must say $version twice" >&2; bad=1; }
     # The crates meant for crates.io name each other's exact version (path dependencies need
     # one to be published).
-    if grep -hE '^stcheck(-gate|-print)? = \{ version = "=' gate/Cargo.toml print/Cargo.toml cli/Cargo.toml \
+    if grep -hE '^stcheck(-gate|-print)? = \{ version = "=' gate/Cargo.toml print/Cargo.toml cli/Cargo.toml serve/Cargo.toml \
         | grep -vqF "version = \"=$version\""; then
-      echo "version.sh: a path dependency in gate/, print/ or cli/ names another version than $version" >&2
+      echo "version.sh: a path dependency in gate/, print/, cli/ or serve/ names another version than $version" >&2
       bad=1
     fi
     grep -q "^## \[$version\]" CHANGELOG.md \
@@ -58,7 +58,7 @@ case "${1:-}" in
       sed -i "0,/^version = \"$(manifest_version "$m")\"$/s//version = \"$new\"/" "$m"
     done
     sed -i -E "s/^(stcheck(-gate|-print)?) = \{ version = \"=$version\"/\1 = { version = \"=$new\"/" \
-      gate/Cargo.toml print/Cargo.toml cli/Cargo.toml
+      gate/Cargo.toml print/Cargo.toml cli/Cargo.toml serve/Cargo.toml
     sed -i -e "s/^version = \"$version\"$/version = \"$new\"/" \
       -e "s/\"stcheck-cli==$version\"/\"stcheck-cli==$new\"/" pyproject.toml
     for m in Cargo.toml "${copies[@]}" fuzz/Cargo.toml; do

@@ -21,8 +21,7 @@ use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, ReadError, ReadMode};
 use stcheck_gate::{Shown, Sink, Status, Target, Unchecked, Via};
 use stcheck_print::records::Summary;
-use stcheck_print::sarif::SarifWriter;
-use stcheck_print::{text_summary, Github, JsonLines, Text};
+use stcheck_print::{text_summary, Github, JsonLines, SarifWriter, Text};
 
 use crate::args::{self, Command, Format, Options, ProgressMode};
 use crate::progress::{self, JobHook, Progress, Unit};
@@ -369,26 +368,29 @@ impl<'r> JobOutput<'r> {
 }
 
 impl Sink for JobOutput<'_> {
-    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, via: &Via) -> io::Result<()> {
-        self.forward(|s| s.file(at, checked, via))
-    }
-
-    fn index_start(
+    fn file(
         &mut self,
         at: &Shown<'_>,
-        shard_dir: &str,
-        mode: Option<ReadMode>,
+        checked: &Checked<'_>,
+        via: &Via,
+        status: Status,
     ) -> io::Result<()> {
-        self.forward(|s| s.index_start(at, shard_dir, mode))
+        self.forward(|s| s.file(at, checked, via, status))
+    }
+
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()> {
+        self.forward(|s| s.index_start(at, mode))
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
-        self.forward(|s| s.shard(name, outcome, via))
+        self.forward(|s| s.shard(at, name, outcome, via, status))
     }
 
     fn index_end(
@@ -396,11 +398,12 @@ impl Sink for JobOutput<'_> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()> {
         if let Err(e) = outcome {
             self.error_line(format!("stcheck: {}: {e}", at.text));
         }
-        self.forward(|s| s.index_end(at, outcome, via))
+        self.forward(|s| s.index_end(at, outcome, via, status))
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
@@ -467,7 +470,7 @@ impl Run<'_> {
     fn run_job(&self, target: &Target, i: usize, planned: u64) {
         let hook = self.bar.as_ref().map_or_else(JobHook::none, Progress::hook);
         if let Some(b) = &self.bar {
-            b.start(&target_text(target));
+            b.start(&target.shown());
         }
         let printer = match self.o.format {
             Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
@@ -499,18 +502,6 @@ impl Run<'_> {
         while i >= order.next + self.capacity && !self.stop.load(Ordering::Relaxed) {
             order = self.written.wait(order).unwrap_or_else(|p| p.into_inner());
         }
-    }
-}
-
-/// A target's text, as shown on the progress bar.
-fn target_text(target: &Target) -> String {
-    match target {
-        Target::File(p)
-        | Target::Index(p, _)
-        | Target::NotChecked(p, _)
-        | Target::WalkError(p, _) => stcheck_gate::fs::display_path(p),
-        Target::Url(url) | Target::UrlNotChecked(url, _) => stcheck_gate::target::shown_url(url),
-        Target::Stdin => "<stdin>".to_owned(),
     }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Probe every reader of corpus/readers.json for real, then check the table against what the
-# readers did (conformance/tests/portable_probes.rs).
+# readers did (conformance/tests/it/portable_probes.rs).
 #
 #   conformance/probes/run.sh            the committed corpus and the small sharded sets
 #   conformance/probes/run.sh --large    also the large cases: headers of 25 and 100 MB,
@@ -41,4 +41,4 @@ node "$ROOT/conformance/probes/probe_hub.mjs" --out "$OUT" --node-dir "$ROOT/tar
 rm -rf "$OUT/files"
 
 cd "$ROOT"
-STCHECK_PROBES="$OUT" cargo test -q -p stcheck-conformance --test portable_probes -- --ignored --nocapture
+STCHECK_PROBES="$OUT" cargo test -q -p stcheck-conformance --test it portable_probes -- --ignored --nocapture

@@ -1,15 +1,12 @@
-/// The conformance runner: manifest, protocol, classification, known failures, reports.
-pub mod runner;
+//! The conformance suite: the conformance runner for readers ([`runner`], behind `stconform`),
+//! the golden corpus and its generator ([`corpus`]), the writer suite ([`writers`], behind
+//! `stwrite`), what the two runners share ([`harness`]) and the static results page
+//! ([`page`]).
 
-/// The golden corpus: text recipes, the deterministic generator, and the manifest.
+// Each module's summary is its own `//!` docs: an outer `///` here would be joined to them and
+// their links resolved from this scope, where they do not resolve.
 pub mod corpus;
-
-/// The writer suite: tasks, the writer protocol, judging, known failures, reports.
-pub mod writers;
-
-/// What the reader and writer runners share: arguments, config, known failures, the pool, the
-/// report's tail and the end of a run.
 pub mod harness;
-
-/// The static HTML results page (readers and writers).
 pub mod page;
+pub mod runner;
+pub mod writers;

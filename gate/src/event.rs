@@ -20,6 +20,26 @@ pub struct Shown<'a> {
     pub place: Place<'a>,
 }
 
+impl Shown<'_> {
+    /// For an index shown here, the text its shards are shown under: the index's directory as
+    /// shown, ending in `/` (for a URL, up to its last `/`), or nothing for an index named
+    /// without a directory.
+    pub fn shard_dir(&self) -> String {
+        match self.place {
+            Place::Path(p) => match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => {
+                    format!("{}/", crate::fs::display_path(d))
+                }
+                _ => String::new(),
+            },
+            Place::Url(_) | Place::Stdin => match self.text.rfind('/') {
+                Some(k) => self.text[..=k].to_owned(),
+                None => String::new(),
+            },
+        }
+    }
+}
+
 /// The place a target names.
 #[derive(Debug, Clone, Copy)]
 pub enum Place<'a> {
@@ -107,36 +127,46 @@ pub enum Unchecked {
 
 /// Where the events of a check go: the printers, or a face's own collector. Every method may
 /// fail with the output's error (a closed pipe ends a run).
+///
+/// Each event carries what the gate decided: the [`Status`] under the run's profile and the
+/// text every output shows (a shard's too), so that no sink decides either again.
 pub trait Sink {
-    /// A checked file (a file, standard input, or a URL that names a file).
-    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, via: &Via) -> io::Result<()>;
-
-    /// A sharded set begins: its shards follow (shown under `shard_dir`, which ends in `/` or
-    /// is empty), then [`Sink::index_end`]. `mode`: how its shards are read, `None` when
-    /// they are fetched from a server.
-    fn index_start(
+    /// A checked file (a file, standard input, or a URL that names a file) and its status
+    /// ([`Status::Valid`] or [`Status::Invalid`]).
+    fn file(
         &mut self,
         at: &Shown<'_>,
-        shard_dir: &str,
-        mode: Option<ReadMode>,
+        checked: &Checked<'_>,
+        via: &Via,
+        status: Status,
     ) -> io::Result<()>;
 
-    /// One shard of the set begun last, in the index's order, and how it was read: for a set
-    /// named by URL, the shard's own URL, cost and what the server said about it (`None` for a
-    /// shard that was not read).
+    /// A sharded set begins: its shards follow, then [`Sink::index_end`]. `mode`: how its
+    /// shards are read, `None` when they are fetched from a server.
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()>;
+
+    /// One shard of the set begun last, in the index's order: where it stands (`at.text` is
+    /// the index's directory as shown, then the shard's escaped name), the name the index
+    /// gives it, and how it was read: for a set named by URL, the shard's own URL, cost and
+    /// what the server said about it (`None` for a shard that was not read). `status`: a
+    /// checked shard's under the run's profile; [`Status::Invalid`] for one not checked.
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()>;
 
-    /// The set's verdict, or why it has none (a shard or the directory could not be read).
+    /// The set's verdict, or why it has none (a shard or the directory could not be read),
+    /// and its status ([`Status::IoError`] for the latter).
     fn index_end(
         &mut self,
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()>;
 
     /// A target with no verdict.
@@ -171,8 +201,19 @@ pub struct Done {
 }
 
 impl Status {
-    /// The status of a file's verdict under `profile`.
-    pub(crate) fn of_file(c: &Checked<'_>, profile: Profile) -> Status {
+    /// `"valid"`, `"invalid"`, `"io_error"` or `"not_checked"`, as records and rows write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::IoError => "io_error",
+            Status::NotChecked => "not_checked",
+        }
+    }
+
+    /// The status of a file's verdict under `profile`: the gate's one rule, for a face that
+    /// checks bytes without the driver (the WebAssembly package).
+    pub fn of_file(c: &Checked<'_>, profile: Profile) -> Status {
         if c.is_valid_under(profile) {
             Status::Valid
         } else {
@@ -180,8 +221,16 @@ impl Status {
         }
     }
 
+    /// The status of a shard under `profile`: a shard not checked makes its set invalid.
+    pub fn of_shard(outcome: &ShardOutcome<'_, '_>, profile: Profile) -> Status {
+        match outcome {
+            ShardOutcome::Checked(c) => Status::of_file(c, profile),
+            ShardOutcome::NotChecked(_) => Status::Invalid,
+        }
+    }
+
     /// The status of a set's verdict under `profile`, or of a set that could not be read.
-    pub(crate) fn of_index(result: Result<&IndexReport, &ReadError>, profile: Profile) -> Status {
+    pub fn of_index(result: Result<&IndexReport, &ReadError>, profile: Profile) -> Status {
         match result {
             Ok(r) if r.is_valid_under(profile) => Status::Valid,
             Ok(_) => Status::Invalid,
@@ -199,10 +248,11 @@ impl Done {
         via: &Via,
         sink: &mut dyn Sink,
     ) -> Done {
+        let status = Status::of_file(c, profile);
         Done {
-            status: Status::of_file(c, profile),
+            status,
             is_index: false,
-            written: sink.file(at, c, via),
+            written: sink.file(at, c, via, status),
             os_error: None,
         }
     }
@@ -217,10 +267,11 @@ impl Done {
         written: io::Result<()>,
         sink: &mut dyn Sink,
     ) -> Done {
+        let status = Status::of_index(result, profile);
         Done {
-            status: Status::of_index(result, profile),
+            status,
             is_index: true,
-            written: written.and_then(|()| sink.index_end(at, result, via)),
+            written: written.and_then(|()| sink.index_end(at, result, via, status)),
             os_error: result.err().and_then(os_error),
         }
     }
@@ -251,4 +302,10 @@ fn os_error(e: &ReadError) -> Option<i32> {
     std::error::Error::source(e)
         .and_then(|s| s.downcast_ref::<io::Error>())
         .and_then(io::Error::raw_os_error)
+}
+
+/// The text a shard is shown as: its set's shard directory ([`Shown::shard_dir`]), then its name
+/// as the index gives it, escaped.
+pub fn shown_shard(dir: &str, name: &str) -> String {
+    format!("{dir}{}", stcheck::escape(name))
 }

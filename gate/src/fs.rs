@@ -55,7 +55,8 @@ use stcheck::{ReadError, ReadErrorKind};
 /// The file name suffix of a safetensors file.
 pub const SAFETENSORS_SUFFIX: &str = ".safetensors";
 
-/// The command-line option that follows links leaving the root (the default name in messages).
+/// The command-line option that follows links leaving the root (the default name in messages;
+/// the CLI row of the option table, [`crate::options::OPTIONS`]).
 pub const FOLLOW_LINKS_OPTION: &str = "--follow-links";
 
 /// The command-line option that accepts a root with nothing to check (the default name in

@@ -25,6 +25,6 @@ pub mod shards;
 pub mod target;
 pub mod walk;
 
-pub use event::{Cost, Done, HubInfo, Place, Shown, Sink, Status, Unchecked, Via};
+pub use event::{shown_shard, Cost, Done, HubInfo, Place, Shown, Sink, Status, Unchecked, Via};
 pub use run::{not_checked, read_index, shown_path, target_of, Gate, Plan};
 pub use walk::Target;

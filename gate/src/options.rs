@@ -1,8 +1,20 @@
 //! One option resolution for every face: [`RunOptions`] (what a run checks and how its bytes
 //! are read) turned into the core's [`Config`] by [`RunOptions::resolve`], with every
-//! implication and every conflict check in one place. The command line fills it from its flags,
-//! the Python package from its keyword arguments; both then get the same `Config` and the
-//! same errors, each naming the options as its users spell them ([`Face`]).
+//! implication, every conflict check and every value check in one place.
+//!
+//! The options are data, as ripgrep's flag definitions are: [`OPTIONS`] holds one [`Spec`]
+//! per option, with its name on each [`Face`] (the CLI's flag, the Python keyword, the
+//! JavaScript property, a service's query/config key), the [`Kind`] of its value, its default,
+//! a doc line and its help text. From it the CLI reads its flags ([`RunOptions::set_text`])
+//! and writes their help, Python and JavaScript read their options ([`RunOptions::set`] with a
+//! [`Value`]), and messages name each option as the face's users write it. A test checks that
+//! Python's `options()` and the TypeScript `Options` list exactly the table's keys.
+//!
+//! Adding an option: a field of [`RunOptions`], an [`Opt`], its row in [`OPTIONS`] (in the
+//! help's order), its arm in [`RunOptions::set`] if its kind has several fields, its checks
+//! in [`RunOptions::resolve`]; then the keyword in Python's `options()` and `docs/python.md`,
+//! the property in `js/lib/stcheck.d.ts` (if the face takes it), and the CLI's help layout
+//! (`cli/src/args.rs`, `HELP_OPTIONS`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,8 +32,8 @@ pub enum Face {
     Python,
     /// The JavaScript package (`js/`): `deny`, `deep: true` (its options object's keys).
     Js,
-    /// A service taking options as query parameters or config keys: `deny=`, `deep=true`
-    /// ([`Spec::key`]).
+    /// A service taking options as query parameters or config keys: `deny`, `deep`,
+    /// `max-header-size` ([`Spec::key`]: the CLI's flag without its dashes).
     Service,
 }
 
@@ -121,7 +133,7 @@ pub struct Spec {
     pub python: Option<&'static str>,
     /// The property of the JavaScript package's options object (`None`: not taken there).
     pub js: Option<&'static str>,
-    /// The service's query parameter and config key.
+    /// The service's query parameter and config key: the CLI's flag without its dashes.
     pub key: &'static str,
     /// How messages name it on each face, in [`Face`]'s order (`--deep`, `deep=True`,
     /// `deep: true`, `deep=true`); a face that does not take it still has a spelling.
@@ -178,8 +190,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: None,
         js: None,
-        key: "url_jobs",
-        names: ["--url-jobs", "url_jobs=", "urlJobs", "url_jobs="],
+        key: "url-jobs",
+        names: ["--url-jobs", "url_jobs=", "urlJobs", "url-jobs"],
         default: "8",
         doc: "The most URLs checked at the same time.",
         help: "check N URLs in parallel (default 8: a URL waits on the\n\
@@ -192,12 +204,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: Some("max_requests"),
         js: None,
-        key: "max_requests",
+        key: "max-requests",
         names: [
             "--max-requests",
             "max_requests=",
             "maxRequests",
-            "max_requests=",
+            "max-requests",
         ],
         default: "1000000",
         doc: "The most HTTP requests of the whole run, redirects and retries included.",
@@ -213,7 +225,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("mode"),
         js: None,
         key: "mode",
-        names: ["", "mode=", "mode", "mode="],
+        names: ["", "mode=", "mode", "mode"],
         default: "read",
         doc: "How files are read: read, mmap or stream.",
         help: "",
@@ -221,16 +233,16 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::FollowLinks,
         kind: Kind::Flag,
-        cli: Some("--follow-links"),
+        cli: Some(crate::fs::FOLLOW_LINKS_OPTION),
         value: "",
         python: Some("follow_links"),
         js: None,
-        key: "follow_links",
+        key: "follow-links",
         names: [
-            "--follow-links",
+            crate::fs::FOLLOW_LINKS_OPTION,
             "follow_links=True",
             "followLinks: true",
-            "follow_links=true",
+            "follow-links",
         ],
         default: "off",
         doc: "Follow links to regular files outside the directory named.",
@@ -243,16 +255,16 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::AllowEmpty,
         kind: Kind::Flag,
-        cli: Some("--allow-empty"),
+        cli: Some(crate::fs::ALLOW_EMPTY_OPTION),
         value: "",
         python: Some("allow_empty"),
         js: None,
-        key: "allow_empty",
+        key: "allow-empty",
         names: [
-            "--allow-empty",
+            crate::fs::ALLOW_EMPTY_OPTION,
             "allow_empty=True",
             "allowEmpty: true",
-            "allow_empty=true",
+            "allow-empty",
         ],
         default: "off",
         doc: "A directory with nothing to check is not a failure.",
@@ -267,7 +279,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("exclude"),
         js: None,
         key: "exclude",
-        names: ["--exclude", "exclude=", "exclude", "exclude="],
+        names: ["--exclude", "exclude=", "exclude", "exclude"],
         default: "none",
         doc: "Gitignore-style globs of paths a walk leaves out.",
         help: "leave out paths below a directory PATH that match GLOB\n\
@@ -283,12 +295,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: None,
         js: None,
-        key: "with_sets",
+        key: "with-sets",
         names: [
             "--with-sets",
             "with_sets=True",
             "withSets: true",
-            "with_sets=true",
+            "with-sets",
         ],
         default: "off",
         doc: "A *.safetensors file named is checked with the sharded sets of its directory.",
@@ -300,16 +312,16 @@ pub const OPTIONS: &[Spec] = &[
     Spec {
         opt: Opt::AllowOtherFormats,
         kind: Kind::Flag,
-        cli: Some("--allow-other-formats"),
+        cli: Some(crate::fs::ALLOW_OTHER_FORMATS_OPTION),
         value: "",
         python: Some("allow_other_formats"),
         js: None,
-        key: "allow_other_formats",
+        key: "allow-other-formats",
         names: [
-            "--allow-other-formats",
+            crate::fs::ALLOW_OTHER_FORMATS_OPTION,
             "allow_other_formats=True",
             "allowOtherFormats: true",
-            "allow_other_formats=true",
+            "allow-other-formats",
         ],
         default: "off",
         doc: "Files of other weight formats are accepted unseen, not reported as not checked.",
@@ -326,7 +338,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("profile"),
         js: Some("profile"),
         key: "profile",
-        names: ["--profile", "profile=", "profile", "profile="],
+        names: ["--profile", "profile=", "profile", "profile"],
         default: "strict",
         doc: "Whose verdict decides: strict, reference or portable.",
         help: "strict (default): the rules of SPEC.md;\n\
@@ -343,13 +355,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "READERS",
         python: Some("portable_to"),
         js: Some("portableTo"),
-        key: "portable_to",
-        names: [
-            "--portable-to",
-            "portable_to=",
-            "portableTo",
-            "portable_to=",
-        ],
+        key: "portable-to",
+        names: ["--portable-to", "portable_to=", "portableTo", "portable-to"],
         default: "every reader of the table",
         doc: "The readers the portable profile promises (implies it).",
         help: "the readers the portable profile promises, comma-separated\n\
@@ -363,12 +370,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("refusals_are_errors"),
         js: Some("refusalsAreErrors"),
-        key: "refusals_are_errors",
+        key: "refusals-are-errors",
         names: [
             "--refusals-are-errors",
             "refusals_are_errors=True",
             "refusalsAreErrors: true",
-            "refusals_are_errors=true",
+            "refusals-are-errors",
         ],
         default: "off",
         doc: "A chosen reader's refusal rejects the file (the portable profile).",
@@ -382,12 +389,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("compare_reference"),
         js: Some("compareReference"),
-        key: "compare_reference",
+        key: "compare-reference",
         names: [
             "--compare-reference",
             "compare_reference=True",
             "compareReference: true",
-            "compare_reference=true",
+            "compare-reference",
         ],
         default: "off",
         doc: "Also give the reference crate's verdict and how it differs.",
@@ -402,7 +409,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("deny"),
         js: Some("deny"),
         key: "deny",
-        names: ["--deny", "deny=", "deny", "deny="],
+        names: ["--deny", "deny=", "deny", "deny"],
         default: "none",
         doc: "Warning rules made errors, by ID.",
         help: "make the warning RULE an error (repeat, or RULE,RULE)",
@@ -415,7 +422,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("allow"),
         js: Some("allow"),
         key: "allow",
-        names: ["--allow", "allow=", "allow", "allow="],
+        names: ["--allow", "allow=", "allow", "allow"],
         default: "none",
         doc: "Warning rules not reported, by ID (never an error rule).",
         help: "do not report the warning RULE (repeat, or RULE,RULE);\n\
@@ -428,12 +435,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("deny_warnings"),
         js: Some("denyWarnings"),
-        key: "deny_warnings",
+        key: "deny-warnings",
         names: [
             "--deny-warnings",
             "deny_warnings=True",
             "denyWarnings: true",
-            "deny_warnings=true",
+            "deny-warnings",
         ],
         default: "off",
         doc: "Every warning an error.",
@@ -446,12 +453,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "BYTES",
         python: Some("max_header_size"),
         js: Some("maxHeaderSize"),
-        key: "max_header_size",
+        key: "max-header-size",
         names: [
             "--max-header-size",
             "max_header_size=",
             "maxHeaderSize",
-            "max_header_size=",
+            "max-header-size",
         ],
         default: "100000000",
         doc: "The longest header accepted, in bytes.",
@@ -464,12 +471,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "N",
         python: Some("max_warnings_per_rule"),
         js: Some("maxWarningsPerRule"),
-        key: "max_warnings_per_rule",
+        key: "max-warnings-per-rule",
         names: [
             "--max-warnings-per-rule",
             "max_warnings_per_rule=",
             "maxWarningsPerRule",
-            "max_warnings_per_rule=",
+            "max-warnings-per-rule",
         ],
         default: "100",
         doc: "Warnings shown per rule and file (all are counted).",
@@ -484,7 +491,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("deep"),
         js: Some("deep"),
         key: "deep",
-        names: ["--deep", "deep=True", "deep: true", "deep=true"],
+        names: ["--deep", "deep=True", "deep: true", "deep"],
         default: "off",
         doc: "Also scan the tensor data.",
         help: "also scan the tensor data: BOOL bytes, NaN/Inf counts per\n\
@@ -498,7 +505,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("sha256"),
         js: Some("sha256"),
         key: "sha256",
-        names: ["--sha256", "sha256=True", "sha256: true", "sha256=true"],
+        names: ["--sha256", "sha256=True", "sha256: true", "sha256"],
         default: "off",
         doc: "The SHA-256 of each file (implies the data scan).",
         help: "with the data scan, the SHA-256 of each file (same pass);\n\
@@ -511,12 +518,12 @@ pub const OPTIONS: &[Spec] = &[
         value: "",
         python: Some("deny_nonfinite"),
         js: Some("denyNonfinite"),
-        key: "deny_nonfinite",
+        key: "deny-nonfinite",
         names: [
             "--deny-nonfinite",
             "deny_nonfinite=True",
             "denyNonfinite: true",
-            "deny_nonfinite=true",
+            "deny-nonfinite",
         ],
         default: "off",
         doc: "Any NaN or infinity an error (implies the data scan).",
@@ -530,7 +537,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("headers"),
         js: None,
         key: "header",
-        names: ["--header", "headers=", "header", "header="],
+        names: ["--header", "headers=", "header", "header"],
         default: "none",
         doc: "Extra request headers for URLs, sent only to the URL's own host.",
         help: "send this header with requests for URLs (repeatable),\n\
@@ -544,8 +551,8 @@ pub const OPTIONS: &[Spec] = &[
         value: "PEM",
         python: Some("ca_file"),
         js: None,
-        key: "ca_file",
-        names: ["--ca-file", "ca_file=", "caFile", "ca_file="],
+        key: "ca-file",
+        names: ["--ca-file", "ca_file=", "caFile", "ca-file"],
         default: "the built-in roots",
         doc: "A PEM bundle of the certificates trusted for https URLs.",
         help: "trust these certificates for https URLs instead of the\n\
@@ -559,7 +566,7 @@ pub const OPTIONS: &[Spec] = &[
         python: Some("timeout"),
         js: None,
         key: "timeout",
-        names: ["--timeout", "timeout=", "timeout", "timeout="],
+        names: ["--timeout", "timeout=", "timeout", "timeout"],
         default: "120 s, or 3600 s when the data is read",
         doc: "The most time one URL may take, everything included.",
         help: "the most time one URL may take, everything included\n\
@@ -576,6 +583,26 @@ impl Face {
     /// How this face's users write `opt` in a message.
     pub fn name(self, opt: Opt) -> &'static str {
         Spec::of(opt).name(self)
+    }
+
+    /// How this face's users choose the reference profile (`--profile reference`,
+    /// `profile="reference"`).
+    pub fn reference_profile(self) -> &'static str {
+        match self {
+            Face::Cli => "--profile reference",
+            Face::Python => "profile=\"reference\"",
+            Face::Js => "profile: \"reference\"",
+            Face::Service => "profile reference",
+        }
+    }
+
+    /// The names the core's messages give the options they ask to change.
+    pub fn core_names(self) -> stcheck::OptionNames {
+        let mut names = stcheck::OptionNames::default();
+        names.max_header_size = self.name(Opt::MaxHeaderSize);
+        names.compare_reference = self.name(Opt::CompareReference);
+        names.reference_profile = self.reference_profile();
+        names
     }
 }
 
@@ -909,6 +936,7 @@ impl RunOptions {
         let n = |o| self.name(o);
         let err = |m: String| Err(UsageError(m));
         let mut config = Config::default();
+        config.names = self.face.core_names();
         if let Some(m) = self.max_header_size {
             config.max_header_size = m;
         }
@@ -1127,8 +1155,17 @@ mod tests {
         );
         assert_eq!(Face::Python.name(Opt::Deep), "deep=True");
         assert_eq!(Face::Js.name(Opt::Deny), "deny");
-        assert_eq!(Face::Service.name(Opt::Deep), "deep=true");
-        assert_eq!(Face::Cli.name(Opt::Mode), "mode=");
+        assert_eq!(Face::Service.name(Opt::MaxHeaderSize), "max-header-size");
+        assert_eq!(Face::Cli.name(Opt::Mode), "mode");
+        for spec in OPTIONS {
+            if let Some(flag) = spec.cli {
+                assert_eq!(flag.strip_prefix("--"), Some(spec.key));
+            }
+        }
+        assert_eq!(
+            Face::default().core_names(),
+            stcheck::OptionNames::default()
+        );
     }
 
     /// The option names a source file lists between `start` and `end`: each `name:` or

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use stcheck::index::{self, ShardSource};
 use stcheck::{Checked, Config, Profile, Progress, ReadError, ReadErrorKind, ReadMode};
 
-use crate::event::{Done, Place, Shown, Sink, Unchecked, Via};
+use crate::event::{shown_shard, Done, Place, Shown, Sink, Status, Unchecked, Via};
 use crate::options::{RunOptions, UsageError};
 use crate::shards::FsSource;
 use crate::walk::Target;
@@ -107,7 +107,7 @@ impl Gate {
             Target::Index(path, root) => self.index(path, root.as_deref(), &config, progress, sink),
             Target::Url(url) => self.url(url, &config, sink),
             Target::UrlNotChecked(url, why) => {
-                let text = crate::target::shown_url(url);
+                let text = target.shown();
                 let at = Shown {
                     text: &text,
                     place: Place::Url(url),
@@ -120,7 +120,7 @@ impl Gate {
                 Done::unchecked(&at, why, how, false, sink)
             }
             Target::NotChecked(path, why) => {
-                let text = crate::fs::display_path(path);
+                let text = target.shown();
                 let at = Shown {
                     text: &text,
                     place: Place::Path(path),
@@ -128,7 +128,7 @@ impl Gate {
                 Done::unchecked(&at, why, Unchecked::Policy, false, sink)
             }
             Target::WalkError(path, e) => {
-                let text = crate::fs::display_path(path);
+                let text = target.shown();
                 let at = Shown {
                     text: &text,
                     place: Place::Path(path),
@@ -240,16 +240,21 @@ impl Gate {
             text: &text,
             place: Place::Path(path),
         };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => format!("{}/", crate::fs::display_path(p)),
-            _ => String::new(),
-        };
-        let mut written = sink.index_start(&at, &dir, Some(self.options.mode));
+        let dir = at.shard_dir();
+        let shard_path = |name: &str| path.parent().unwrap_or(Path::new("")).join(name);
+        let mut written = sink.index_start(&at, Some(self.options.mode));
         let result = read_index(path, config).and_then(|bytes| {
             let via = Via::Local(self.options.mode);
             index::check_index_with(&bytes, source, config, &mut |name, outcome| {
                 if written.is_ok() {
-                    written = sink.shard(name, outcome, Some(&via));
+                    let text = shown_shard(&dir, name);
+                    let p = shard_path(name);
+                    let at = Shown {
+                        text: &text,
+                        place: Place::Path(&p),
+                    };
+                    let status = Status::of_shard(&outcome, self.profile);
+                    written = sink.shard(&at, name, outcome, Some(&via), status);
                 }
             })
         });

@@ -34,6 +34,21 @@ pub enum Target {
     WalkError(PathBuf, io::Error),
 }
 
+impl Target {
+    /// The text every output shows for it (the `at.text` of its events): a path escaped, an
+    /// address without its secrets, `<stdin>`.
+    pub fn shown(&self) -> String {
+        match self {
+            Target::File(p)
+            | Target::Index(p, _)
+            | Target::NotChecked(p, _)
+            | Target::WalkError(p, _) => crate::fs::display_path(p),
+            Target::Url(url) | Target::UrlNotChecked(url, _) => crate::target::shown_url(url),
+            Target::Stdin => "<stdin>".to_owned(),
+        }
+    }
+}
+
 /// What a path named on the command line is.
 enum Named {
     Stdin,

@@ -160,7 +160,11 @@ export interface RuleText {
 export class StcheckError extends Error {}
 export class UsageError extends StcheckError {}
 export class NotCheckedError extends StcheckError {
+  /** The records' `read_error` code: `io`, `not_found`, `changed`, ...; for a URL also
+   * `http_status`, `timeout`, `tls`. */
   reason: string;
+  /** With `reason` `http_status`: the HTTP status the server answered with. */
+  httpStatus?: number;
 }
 export class ValidationError extends StcheckError {
   rule: string | null;

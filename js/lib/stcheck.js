@@ -22,14 +22,29 @@ export class UsageError extends StcheckError {}
 /**
  * The bytes could not be checked (a server that failed or answered something else, a short
  * read, a Blob that could not be read). Never a verdict: what could not be checked is never
- * valid. `reason` is the core's read-error kind (`io`, `not_found`, `changed`, ...).
+ * valid. `reason` is the code the CLI's records give as `read_error` (`io`, `not_found`,
+ * `changed`, ...; for a URL also `http_status`, with the status in `httpStatus`, `timeout` and
+ * `tls`: docs/json-output.md).
  */
 export class NotCheckedError extends StcheckError {
-  constructor(message, reason = "io", cause = undefined) {
+  constructor(message, reason = "io", cause = undefined, httpStatus = undefined) {
     super(message);
     this.reason = reason;
     if (cause !== undefined) this.cause = cause;
+    if (httpStatus !== undefined) this.httpStatus = httpStatus;
   }
+}
+
+/**
+ * The code of a fetch that failed, as the CLI's remote source types it: `timeout` (the
+ * signal's deadline passed: `AbortSignal.timeout`), `tls` (the TLS handshake failed: an
+ * untrusted certificate, a wrong host name), else `io`.
+ */
+function fetchFailure(e) {
+  if (e?.name === "TimeoutError") return "timeout";
+  const code = String(e?.cause?.code ?? e?.code ?? "");
+  if (/CERT|SSL|TLS|SELF_SIGNED|HOSTNAME|ALTNAME/.test(code)) return "tls";
+  return "io";
 }
 
 /**
@@ -132,8 +147,10 @@ function open(envelope, options) {
   const e = JSON.parse(envelope);
   if (e.usage !== undefined) throw new UsageError(e.usage);
   if (e.unread !== undefined) throw new NotCheckedError(e.unread.message, e.unread.reason);
-  if (options?.throwOnInvalid) assertValid(e.record);
-  return e.record;
+  // `{"record": ...}`, or a line of the JSON Lines printer (`{"type", "data"}`: a set's).
+  const record = e.record ?? e.data;
+  if (options?.throwOnInvalid) assertValid(record);
+  return record;
 }
 
 function asBytes(bytes) {
@@ -323,6 +340,9 @@ export async function checkUrl(url, options = {}) {
   };
   const scrub = (m) => guard(() => api.scrubUrlIn(String(m), href));
   const fail = (m, reason = "io") => { throw new NotCheckedError(scrub(`${shown}: ${m}`), reason); };
+  const failStatus = (status, m) => {
+    throw new NotCheckedError(scrub(`${shown}: ${m}`), "http_status", undefined, status);
+  };
   let redirects = 0;
   let home;
   try {
@@ -347,7 +367,7 @@ export async function checkUrl(url, options = {}) {
       try {
         resp = await doFetch(target, { headers, signal: options.signal, redirect: manual ? "manual" : "follow" });
       } catch (e) {
-        fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`);
+        fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`, fetchFailure(e));
       }
       if (!manual || ![301, 302, 303, 307, 308].includes(resp.status)) {
         if (resp.type === "opaqueredirect") fail("the fetch given hides redirects (an opaque redirect response)");
@@ -410,7 +430,7 @@ export async function checkUrl(url, options = {}) {
           stream = guard(() => api.openStream(json, 0));
           break;
         }
-        fail(`HTTP 416 Range Not Satisfiable for bytes ${have}-${end}`);
+        failStatus(416, `HTTP 416 Range Not Satisfiable for bytes ${have}-${end}`);
       }
       if (resp.status === 200) {
         // No Range support: the body is the whole file; read it as far as the check needs.
@@ -425,7 +445,7 @@ export async function checkUrl(url, options = {}) {
         if (r.more && r.extra) fail(`the body is longer than the ${total} bytes announced`);
         break;
       }
-      fail(`unexpected HTTP ${resp.status} to a range request`);
+      failStatus(resp.status, `unexpected HTTP ${resp.status} to a range request`);
     }
     const path = options.path ?? shown;
     return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects)), options);

@@ -16,97 +16,81 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use stcheck::index::{check_index_with, check_shard_name, ShardOutcome, ShardSource};
+use stcheck::index::{check_index_with, check_shard_name, ShardSource};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
-use stcheck_gate::options::{Face, RunOptions};
-use stcheck_print::records::{self as wire, FileRecord, IndexTail, MissingShardRecord, RemoteCost};
+use stcheck_gate::options::{Face, Opt, RunOptions, Spec, Value, OPTIONS};
+use stcheck_gate::{shown_shard, Cost, Place, Shown, Sink, Status, Via};
+use stcheck_print::records::{self, FileRecord};
+use stcheck_print::JsonLines;
 use wasm_bindgen::prelude::*;
-
-/// The options of the JavaScript API, as its users spell them (camelCase). Options of the
-/// wrapper alone (`onProgress`, `fetch`, `headers`, `chunkSize`, `path`) are taken out
-/// before they get here; any other unknown name is a usage error, not silently ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-struct JsOptions {
-    profile: Option<String>,
-    deep: bool,
-    sha256: bool,
-    deny_warnings: bool,
-    deny_nonfinite: bool,
-    deny: Vec<String>,
-    allow: Vec<String>,
-    compare_reference: bool,
-    portable_to: Option<Vec<String>>,
-    refusals_are_errors: bool,
-    max_header_size: Option<u64>,
-    max_warnings_per_rule: Option<usize>,
-    verbose: bool,
-}
 
 /// Options resolved once: the core's configuration and what the record shows.
 #[derive(Debug, Clone)]
 struct Resolved {
     config: Config,
-    record: wire::Options,
+    record: stcheck_print::Options,
 }
 
+/// The options of the JavaScript API, as its users spell them (camelCase): each property
+/// read by the gate's table ([`OPTIONS`], [`Face::Js`] names), and `verbose`. Options of the
+/// wrapper alone (`onProgress`, `fetch`, `headers`, `chunkSize`, `path`) are taken out before
+/// they get here; any other unknown name is a usage error, not silently ignored.
 fn resolve(options: &str) -> Result<Resolved, String> {
-    let o: JsOptions = if options.trim().is_empty() {
-        JsOptions::default()
-    } else {
-        serde_json::from_str(options).map_err(|e| format!("options: {e}"))?
-    };
-    let profile = match o.profile.as_deref() {
-        None | Some("strict") => Profile::Strict,
-        Some("reference") => Profile::Reference,
-        Some("portable") => Profile::Portable,
-        Some(other) => {
-            return Err(format!(
-                "profile: {other:?} is not a profile (strict, reference or portable)"
-            ))
+    let mut run = RunOptions::default();
+    run.face = Face::Js;
+    let mut verbose = false;
+    if !options.trim().is_empty() {
+        let given: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(options).map_err(|e| format!("options: {e}"))?;
+        for (key, value) in &given {
+            match (key.as_str(), Spec::find(Face::Js, key)) {
+                ("verbose", _) => {
+                    verbose = value
+                        .as_bool()
+                        .ok_or_else(|| format!("verbose: {value} is not true or false"))?
+                }
+                (_, Some(spec)) => run
+                    .set(spec.opt, Value::from_json(value))
+                    .map_err(|e| e.0)?,
+                (_, None) => {
+                    let known: Vec<String> = OPTIONS
+                        .iter()
+                        .filter_map(|s| s.js)
+                        .chain(["verbose"])
+                        .map(|k| format!("`{k}`"))
+                        .collect();
+                    return Err(format!(
+                        "options: unknown field `{key}`, expected one of {}",
+                        known.join(", ")
+                    ));
+                }
+            }
         }
-    };
-    if o.compare_reference || profile == Profile::Reference {
+    }
+    if run.compare_reference || run.profile == Profile::Reference {
         return Err(format!(
             "{}: the reference crate's verdict is left out of the WebAssembly build: compiled \
              for wasm32 its sizes and offsets are 32-bit (usize), so it rejects files the \
              64-bit reference loads (8 of the corpus's files, and the messages of 10 more \
              differ); the stcheck command line and the Python package give it",
-            if o.compare_reference {
-                "compareReference: true"
+            if run.compare_reference {
+                run.name(Opt::CompareReference)
             } else {
-                "profile: \"reference\""
+                Face::Js.reference_profile()
             }
         ));
     }
-    let mut run = RunOptions::default();
-    run.face = Face::Js;
-    run.profile = profile;
-    run.deep = o.deep;
-    run.sha256 = o.sha256;
-    run.deny_warnings = o.deny_warnings;
-    run.deny_nonfinite = o.deny_nonfinite;
-    run.deny = o.deny;
-    run.allow = o.allow;
-    run.compare_reference = o.compare_reference;
-    run.portable_to = o.portable_to;
-    run.refusals_are_errors = o.refusals_are_errors;
-    run.max_header_size = o.max_header_size;
-    run.max_warnings_per_rule = o.max_warnings_per_rule;
     let mut config = run.resolve().map_err(|e| e.0)?;
     // No threads in a WebAssembly module without shared memory: the deep scan runs on one.
     config.threads = 1;
-    let record = wire::Options::new(None)
-        .profile(run.effective_profile())
-        .verbose(o.verbose);
+    let record = stcheck_print::Options::new(run.effective_profile()).verbose(verbose);
     Ok(Resolved { config, record })
 }
 
 /// A JSON string literal.
 fn json_str(s: &str) -> String {
     let mut out = Vec::new();
-    match wire::write_json(&mut out, s) {
+    match records::write_json(&mut out, s) {
         Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "\"\"".to_owned()),
         Err(_) => "\"\"".to_owned(),
     }
@@ -130,7 +114,7 @@ fn unread_error(e: &ReadError) -> String {
 
 fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut out = b"{\"record\":".to_vec();
-    match wire::write_json(&mut out, value) {
+    match records::write_json(&mut out, value) {
         Ok(()) => {
             out.push(b'}');
             String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
@@ -213,12 +197,13 @@ fn finish_record(
     checked: Result<Checked<'_>, ReadError>,
     path: &str,
     r: &Resolved,
-    remote: Option<(&str, RemoteCost)>,
+    remote: Option<(&str, Cost)>,
 ) -> String {
     match checked {
         Err(e) => unread_error(&e),
         Ok(c) => {
-            let rec = FileRecord::new(path, &c, r.record);
+            let status = Status::of_file(&c, r.record.profile);
+            let rec = FileRecord::new(path, &c, r.record, status);
             match remote {
                 Some((url, cost)) => record(&rec.with_remote(url, cost)),
                 None => record(&rec),
@@ -313,7 +298,12 @@ impl Stream {
         redirects: u32,
     ) -> String {
         let checked = self.take_checked();
-        let cost = RemoteCost::new(requests, length(bytes).unwrap_or(0)).with_repeats(redirects, 0);
+        let cost = Cost {
+            requests,
+            bytes: length(bytes).unwrap_or(0),
+            redirects,
+            retries: 0,
+        };
         finish_record(checked, path, &self.resolved, Some((url, cost)))
     }
 }
@@ -382,14 +372,7 @@ impl IndexSession {
     /// any other makes the set not checked, as the CLI does when a shard's read fails).
     #[wasm_bindgen(js_name = shardUnreadable)]
     pub fn shard_unreadable(&mut self, name: &str, reason: &str, message: &str) {
-        let kind = match reason {
-            "not_found" => ReadErrorKind::NotFound,
-            "not_regular" => ReadErrorKind::NotRegular,
-            "link_not_followed" => ReadErrorKind::LinkNotFollowed,
-            "changed" => ReadErrorKind::Changed,
-            "too_large" => ReadErrorKind::TooLarge,
-            _ => ReadErrorKind::Io,
-        };
+        let kind = reason.parse().unwrap_or(ReadErrorKind::Io);
         self.shards
             .insert(name.to_owned(), Err((kind, message.to_owned())));
     }
@@ -407,55 +390,36 @@ impl IndexSession {
         }
     }
 
-    /// The set's record, shown as `path` with its shards under `dir` (envelope JSON).
+    /// The set's record, shown as `path` with its shards under `dir` (a `{"type", "data"}`
+    /// line, as `stcheck --json` writes it, by the same printer).
     pub fn finish(&self, path: &str, dir: &str) -> String {
-        let mut shards: Vec<u8> = Vec::new();
-        let mut failed: Option<String> = None;
         let r = &self.resolved;
+        let mut lines = JsonLines::new(Vec::new(), r.record);
+        let at = Shown {
+            text: path,
+            place: Place::Stdin,
+        };
+        let profile = r.record.profile;
+        let mut written = lines.index_start(&at, None);
         let result = check_index_with(&self.index, self, &r.config, &mut |name, outcome| {
-            if failed.is_some() {
-                return;
-            }
-            if !shards.is_empty() {
-                shards.push(b',');
-            }
-            let shown = format!("{dir}{}", stcheck::escape(name));
-            let written = match outcome {
-                ShardOutcome::Checked(c) => {
-                    wire::write_json(&mut shards, &FileRecord::shard(name, &shown, c, r.record))
-                }
-                ShardOutcome::NotChecked(f) => {
-                    wire::write_json(&mut shards, &MissingShardRecord::new(name, &shown, f))
-                }
-            };
-            if let Err(e) = written {
-                failed = Some(e.to_string());
+            if written.is_ok() {
+                let text = shown_shard(dir, name);
+                let shard = Shown {
+                    text: &text,
+                    place: Place::Stdin,
+                };
+                let status = Status::of_shard(&outcome, profile);
+                written = lines.shard(&shard, name, outcome, Some(&Via::Memory), status);
             }
         });
-        if let Some(m) = failed {
-            return unread("io", &m);
+        let status = Status::of_index(result.as_ref(), profile);
+        let written =
+            written.and_then(|()| lines.index_end(&at, result.as_ref(), &Via::Memory, status));
+        if let Err(e) = written {
+            return unread("io", &format!("the record could not be written: {e}"));
         }
-        let mut out = b"{\"record\":{\"path\":".to_vec();
-        out.extend_from_slice(json_str(path).as_bytes());
-        out.extend_from_slice(b",\"shards\":[");
-        out.extend_from_slice(&shards);
-        out.extend_from_slice(b"],");
-        let tail = match &result {
-            Ok(report) => {
-                wire::write_fields(&mut out, &IndexTail::new(report).profile(r.record.profile))
-            }
-            Err(e) => {
-                out.extend_from_slice(b"\"status\":\"io_error\",\"io_error\":");
-                out.extend_from_slice(json_str(&e.to_string()).as_bytes());
-                out.extend_from_slice(b",\"read_error\":");
-                out.extend_from_slice(json_str(e.kind().as_str()).as_bytes());
-                Ok(())
-            }
-        };
-        if let Err(e) = tail {
-            return unread("io", &e.to_string());
-        }
-        out.extend_from_slice(b"}}");
+        let mut out = lines.into_inner();
+        out.pop(); // the newline
         String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
     }
 }
@@ -523,4 +487,68 @@ pub fn rules() -> String {
 #[wasm_bindgen]
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(name: &str) -> Vec<u8> {
+        let spec = stcheck::write::TensorSpec::new(name, stcheck::Dtype::U8, &[1], &[1]);
+        stcheck::write::serialize(&[spec], &[]).expect("shard")
+    }
+
+    fn add(set: &mut IndexSession, name: &str, bytes: &[u8]) {
+        let mut s = set.open_shard(bytes.len() as f64).expect("stream");
+        s.feed(bytes);
+        set.add_shard(name, &mut s);
+    }
+
+    /// Issue 29: a set's record is written by the printer crate's JSON Lines printer from the
+    /// gate's events (no record put together here): each shard shown under `dir`, with the
+    /// gate's status, no read mode (bytes handed over), a missing shard's finding, and a set that
+    /// could not be read with `io_error` and its code.
+    #[test]
+    fn a_set_is_written_by_the_json_lines_printer() {
+        let index =
+            br#"{"weight_map":{"a":"a.safetensors","b":"b.safetensors","c":"c.safetensors"}}"#;
+        let mut set = open_index(index.to_vec(), "").expect("options");
+        add(&mut set, "a.safetensors", &shard("a"));
+        add(&mut set, "b.safetensors", &[1, 2, 3]);
+        let line = set.finish("d/m.safetensors.index.json", "d/");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(v["type"], "index", "{line}");
+        let d = &v["data"];
+        assert_eq!(d["path"], "d/m.safetensors.index.json");
+        assert_eq!(d["status"], "invalid");
+        let shards = d["shards"].as_array().expect("shards");
+        let got: Vec<(&str, &str, &str)> = shards
+            .iter()
+            .map(|s| {
+                let f = |k: &str| s[k].as_str().unwrap_or_default();
+                (f("name"), f("path"), f("status"))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a.safetensors", "d/a.safetensors", "valid"),
+                ("b.safetensors", "d/b.safetensors", "invalid"),
+                ("c.safetensors", "d/c.safetensors", "missing"),
+            ]
+        );
+        assert!(shards[..2].iter().all(|s| s["mode"].is_null()), "{line}");
+
+        let mut set = open_index(index.to_vec(), "").expect("options");
+        add(&mut set, "a.safetensors", &shard("a"));
+        set.shard_unreadable("b.safetensors", "io", "b.safetensors: the read failed");
+        let line = set.finish("m.safetensors.index.json", "");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        let d = &v["data"];
+        assert_eq!(d["status"], "io_error", "{line}");
+        assert_eq!(d["read_error"], "io", "{line}");
+        assert!(d["io_error"]
+            .as_str()
+            .is_some_and(|m| m.contains("the read failed")));
+    }
 }

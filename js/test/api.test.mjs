@@ -3,9 +3,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 
-import { PKG, corpusBytes } from "./helpers.mjs";
+import { CORPUS, PKG, cliPath, corpusBytes } from "./helpers.mjs";
 
 const st = await import(join(PKG, "stcheck.js"));
 
@@ -50,6 +51,28 @@ test("options are resolved by the gate and named as JS users write them", () => 
   assert.throws(() => st.checkHeader(bytes, undefined, { depp: true }), (e) => e instanceof st.UsageError && /unknown field `depp`/.test(e.message));
   assert.throws(() => st.checkHeader(bytes, -1), st.UsageError);
   assert.throws(() => st.checkHeader("not bytes"), st.UsageError);
+});
+
+test("the CLI and JavaScript refuse the same option values in the same words", () => {
+  // [CLI flags, JS options, the CLI's spelling and JavaScript's of the option named first].
+  // JavaScript has no timeout, request budget or job count (its URLs are fetched by the
+  // wrapper): the gate's value checks it shares with the CLI are these.
+  const cases = [
+    [["--profile", "lax"], { profile: "lax" }, ["--profile", "profile"]],
+    [["--max-warnings-per-rule", "0"], { maxWarningsPerRule: 0 }, ["--max-warnings-per-rule", "maxWarningsPerRule"]],
+    [["--max-warnings-per-rule", "-3"], { maxWarningsPerRule: -3 }, ["--max-warnings-per-rule", "maxWarningsPerRule"]],
+    [["--max-header-size", "-1"], { maxHeaderSize: -1 }, ["--max-header-size", "maxHeaderSize"]],
+    [["--portable-to", "no-such-reader"], { portableTo: ["no-such-reader"] }, ["--portable-to", "portableTo"]],
+  ];
+  const bytes = corpusBytes("../examples/model.safetensors");
+  for (const [flags, options, [flag, key]] of cases) {
+    const out = spawnSync(cliPath(), [...flags, "--", "../examples/model.safetensors"], { cwd: CORPUS, encoding: "utf8" });
+    assert.equal(out.status, 2, `${flags}: ${out.stderr}`);
+    const cli = out.stderr.split("\n")[0].replace(/^stcheck: /, "");
+    assert.ok(cli.startsWith(`${flag}: `), cli);
+    assert.throws(() => st.checkHeader(bytes, undefined, options),
+      (e) => e instanceof st.UsageError && e.message === cli.replace(flag, key), `${flags}`);
+  }
 });
 
 test("deny turns a warning into the error; allow hides it", () => {

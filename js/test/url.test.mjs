@@ -4,7 +4,12 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { createServer as createNetServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { PKG, fileCases, cli, comparable, corpusBytes } from "./helpers.mjs";
@@ -256,5 +261,43 @@ test("in Node, redirects are followed by the wrapper and headers go only to the 
   } finally {
     front.closeAllConnections?.();
     await new Promise((ok) => front.close(ok));
+  }
+});
+
+// Issue 29: "could not check" is typed as the CLI's records type it: a 404, a timeout and a
+// TLS failure (a certificate no root trusts) give three documented reasons.
+test("a 404, a timeout and a TLS failure are three documented reasons", { timeout: 60_000 }, async () => {
+  const reason = async (u, options = {}) => {
+    try {
+      await st.checkUrl(u, options);
+    } catch (e) {
+      assert.ok(e instanceof st.NotCheckedError, String(e));
+      return [e.reason, e.httpStatus ?? null];
+    }
+    assert.fail(`${u}: checked`);
+  };
+  // A listening socket that answers nothing: the signal's deadline passes.
+  const held = [];
+  const silent = createNetServer((socket) => held.push(socket));
+  await new Promise((ok) => silent.listen(0, "127.0.0.1", ok));
+  // An HTTPS server whose certificate (made here) no root the run trusts signed.
+  const dir = mkdtempSync(join(tmpdir(), "stcheck-tls-"));
+  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "k.pem"),
+    "-out", join(dir, "c.pem"), "-subj", "/CN=127.0.0.1", "-days", "1"], { stdio: "ignore", timeout: 120_000 });
+  const tls = createHttpsServer({ key: readFileSync(join(dir, "k.pem")), cert: readFileSync(join(dir, "c.pem")) },
+    (req, res) => { res.writeHead(404); res.end(); });
+  tls.on("tlsClientError", () => {});
+  await new Promise((ok) => tls.listen(0, "127.0.0.1", ok));
+  try {
+    assert.deepEqual(await reason(url("missing", "valid/layout/mixed-aligned.safetensors")), ["http_status", 404]);
+    assert.deepEqual(await reason(`http://127.0.0.1:${silent.address().port}/x.safetensors`,
+      { signal: AbortSignal.timeout(1000) }), ["timeout", null]);
+    assert.deepEqual(await reason(`https://127.0.0.1:${tls.address().port}/x.safetensors`), ["tls", null]);
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise((ok) => silent.close(ok));
+    tls.closeAllConnections?.();
+    await new Promise((ok) => tls.close(ok));
+    rmSync(dir, { recursive: true, force: true });
   }
 });

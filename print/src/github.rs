@@ -13,18 +13,16 @@
 //! as in SARIF.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, Finding, ReadError};
-use stcheck_gate::{Place, Shown, Sink, Unchecked, Via};
+use stcheck_gate::{Place, Shown, Sink, Status, Unchecked, Via};
 
 /// The workflow-command printer: annotations to `out` as the events come.
 #[derive(Debug)]
 pub struct Github<W: Write> {
     out: W,
-    /// The open set: the directory of its shards, when it is on disk.
-    shard_dir: Option<PathBuf>,
 }
 
 /// Where an annotation stands: a file of the workspace, or a place shown in the message.
@@ -37,10 +35,7 @@ enum Anchor<'a> {
 impl<W: Write> Github<W> {
     /// A printer writing to `out`.
     pub fn new(out: W) -> Self {
-        Github {
-            out,
-            shard_dir: None,
-        }
+        Github { out }
     }
 
     /// The writer.
@@ -129,35 +124,36 @@ fn escape(s: &str, property: bool) -> String {
 }
 
 impl<W: Write> Sink for Github<W> {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, _via: &Via) -> io::Result<()> {
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        _via: &Via,
+        _status: Status,
+    ) -> io::Result<()> {
         self.checked(anchor(at), c)
     }
 
-    fn index_start(
-        &mut self,
-        at: &Shown<'_>,
-        _shard_dir: &str,
-        _mode: Option<stcheck::ReadMode>,
-    ) -> io::Result<()> {
-        self.shard_dir = match at.place {
-            Place::Path(p) => Some(p.parent().map(Path::to_path_buf).unwrap_or_default()),
-            Place::Url(_) | Place::Stdin => None,
-        };
+    fn index_start(&mut self, _at: &Shown<'_>, _mode: Option<stcheck::ReadMode>) -> io::Result<()> {
         Ok(())
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         _via: Option<&Via>,
+        _status: Status,
     ) -> io::Result<()> {
         let ShardOutcome::Checked(c) = outcome else {
             return Ok(());
         };
-        match self.shard_dir.clone() {
-            Some(dir) => self.checked(Anchor::File(&dir.join(name)), c),
-            None => self.checked(Anchor::Shown(&format!("shard {name}")), c),
+        match at.place {
+            Place::Path(p) => self.checked(Anchor::File(p), c),
+            Place::Url(_) | Place::Stdin => {
+                self.checked(Anchor::Shown(&format!("shard {name}")), c)
+            }
         }
     }
 
@@ -166,8 +162,8 @@ impl<W: Write> Sink for Github<W> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         _via: &Via,
+        _status: Status,
     ) -> io::Result<()> {
-        self.shard_dir = None;
         let a = anchor(at);
         let rep = match outcome {
             Ok(rep) => rep,

@@ -2,42 +2,36 @@
 //!
 //! - [`records`]: the JSON Lines records (`docs/json-output.md`), written line-safe by
 //!   [`json_out`];
-//! - [`sarif`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`);
-//! - `Github` (feature `gate`): GitHub Actions workflow commands, one annotation per finding;
+//! - [`SarifWriter`]: one SARIF 2.1.0 log for code scanning (`docs/sarif.md`; its schema types
+//!   are private, as ripgrep keeps its JSON types);
+//! - [`Github`]: GitHub Actions workflow commands, one annotation per finding;
 //! - [`spec`]: the rule texts of `SPEC.md`, compiled in (for `--explain` and SARIF);
-//! - `Text`, `JsonLines` and `sarif::SarifWriter` (feature `gate`, on by default): printers,
-//!   sinks of the gate's events (`stcheck_gate::Sink`).
-//!
-//! Without the `gate` feature the records and the rule texts build alone, on the core only:
-//! for faces that get their bytes elsewhere (the WebAssembly package, `js/`).
+//! - [`Text`], [`JsonLines`] and [`SarifWriter`]: printers, sinks of the gate's events
+//!   (`stcheck_gate::Sink`), which write the status and the shown text the events carry.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "gate")]
 mod github;
 pub mod json_out;
-#[cfg(feature = "gate")]
 mod lines;
 pub mod records;
-#[cfg(feature = "gate")]
-pub mod sarif;
+mod sarif;
 pub mod spec;
-#[cfg(feature = "gate")]
 mod text;
 
-#[cfg(feature = "gate")]
 pub use github::Github;
-#[cfg(feature = "gate")]
 pub use lines::JsonLines;
+pub use sarif::SarifWriter;
 pub use stcheck::Profile;
-#[cfg(feature = "gate")]
 pub use text::{summary as text_summary, Text};
 
-/// What the printers show beside the verdicts.
+/// What the printers and the records show beside the verdicts (the status of each is the
+/// gate's, carried by its events).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
-    /// Whose verdict decides a record's status.
+    /// Whose verdict the records show (`profile`, and its shape: the reference's verdict, a
+    /// portable finding).
     pub profile: Profile,
     /// List every tensor (and the metadata, in JSON).
     pub verbose: bool,

@@ -7,11 +7,11 @@ use std::io::{self, Write};
 
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::{Checked, ReadError, ReadMode};
-use stcheck_gate::{Shown, Sink, Unchecked, Via};
+use stcheck_gate::{Shown, Sink, Status, Unchecked, Via};
 
 use crate::records::{
-    self as wire, FileRecord, IndexFailure, IndexTail, MissingShardRecord, NotCheckedRecord, Row,
-    Summary, UnreadableRecord,
+    self, FileRecord, IndexFailure, IndexTail, MissingShardRecord, NotCheckedRecord, Row, Summary,
+    UnreadableRecord,
 };
 use crate::Options;
 
@@ -20,8 +20,7 @@ use crate::Options;
 pub struct JsonLines<W: Write> {
     out: W,
     o: Options,
-    /// The open set: its shards' directory, whether they are fetched, and how many were
-    /// written.
+    /// The open set: whether its shards are fetched, and how many were written.
     index: Option<OpenIndex>,
     /// The rows of the records written, one per record, when asked for
     /// ([`JsonLines::with_rows`]).
@@ -30,7 +29,6 @@ pub struct JsonLines<W: Write> {
 
 #[derive(Debug)]
 struct OpenIndex {
-    dir: String,
     /// How the shards are read (`None`: fetched).
     mode: Option<ReadMode>,
     written: usize,
@@ -78,22 +76,16 @@ impl<W: Write> JsonLines<W> {
 
     /// The summary record, last.
     pub fn summary(&mut self, t: &Summary) -> io::Result<()> {
-        wire::write_line(&mut self.out, "summary", t)
+        records::write_line(&mut self.out, "summary", t)
     }
+}
 
-    /// The record options for a file read as `mode` (`None`: by URL).
-    fn options(&self, mode: Option<ReadMode>) -> wire::Options {
-        wire::Options::new(mode)
-            .profile(self.o.profile)
-            .verbose(self.o.verbose)
-    }
-
-    fn options_via(&self, via: &Via) -> wire::Options {
-        match via {
-            Via::Local(mode) => self.options(Some(*mode)),
-            Via::Memory => self.options(None),
-            Via::Remote { .. } => self.options(None).remote(),
-        }
+/// `record` of a file obtained as `via` says, for its `mode`.
+fn read_via<'a>(record: FileRecord<'a>, via: &Via) -> FileRecord<'a> {
+    match via {
+        Via::Local(mode) => record.read_as(*mode),
+        Via::Memory => record,
+        Via::Remote { .. } => record.by_url(),
     }
 }
 
@@ -111,58 +103,59 @@ fn fetched<'a>(record: FileRecord<'a>, via: Option<&'a Via>) -> FileRecord<'a> {
 }
 
 impl<W: Write> Sink for JsonLines<W> {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
-        let record = fetched(
-            FileRecord::new(at.text, c, self.options_via(via)),
-            Some(via),
-        );
-        wire::write_line(&mut self.out, "file", &record)?;
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        via: &Via,
+        status: Status,
+    ) -> io::Result<()> {
+        let record = FileRecord::new(at.text, c, self.o, status);
+        let record = fetched(read_via(record, via), Some(via));
+        records::write_line(&mut self.out, "file", &record)?;
         self.keep(|| record.row());
         Ok(())
     }
 
-    fn index_start(
-        &mut self,
-        at: &Shown<'_>,
-        shard_dir: &str,
-        mode: Option<ReadMode>,
-    ) -> io::Result<()> {
-        self.index = Some(OpenIndex {
-            dir: shard_dir.to_owned(),
-            mode,
-            written: 0,
-        });
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()> {
+        self.index = Some(OpenIndex { mode, written: 0 });
         self.out
             .write_all(b"{\"type\":\"index\",\"data\":{\"path\":")?;
-        wire::write_json(&mut self.out, at.text)?;
+        records::write_json(&mut self.out, at.text)?;
         self.out.write_all(b",\"shards\":[")
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
         let Some(index) = &mut self.index else {
             return Ok(());
         };
-        let path = format!("{}{}", index.dir, stcheck::escape(name));
+        let path = at.text;
         if index.written > 0 {
             self.out.write_all(b",")?;
         }
         index.written += 1;
-        let opts = match index.mode {
-            Some(mode) => self.options(Some(mode)),
-            None => self.options(None).remote(),
-        };
+        let mode = index.mode;
         match outcome {
             ShardOutcome::Checked(c) => {
-                let record = fetched(FileRecord::shard(name, &path, c, opts), via);
-                wire::write_json(&mut self.out, &record)
+                let record = FileRecord::shard(name, path, c, self.o, status);
+                // As the shard was read, or else as the set's shards are.
+                let record = match (via, mode) {
+                    (Some(via), _) => read_via(record, via),
+                    (None, Some(mode)) => record.read_as(mode),
+                    (None, None) => record.by_url(),
+                };
+                let record = fetched(record, via);
+                records::write_json(&mut self.out, &record)
             }
             ShardOutcome::NotChecked(f) => {
-                wire::write_json(&mut self.out, &MissingShardRecord::new(name, &path, f))
+                records::write_json(&mut self.out, &MissingShardRecord::new(name, path, f))
             }
         }
     }
@@ -172,13 +165,14 @@ impl<W: Write> Sink for JsonLines<W> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()> {
         self.index = None;
         // The tail's fields close the record the head opened.
         self.out.write_all(b"],")?;
         match outcome {
             Ok(rep) => {
-                let tail = IndexTail::new(rep).profile(self.o.profile);
+                let tail = IndexTail::new(rep, status);
                 let tail = match via {
                     Via::Remote {
                         resolved,
@@ -187,13 +181,13 @@ impl<W: Write> Sink for JsonLines<W> {
                     } => tail.with_remote(resolved, *cost).with_hub(hub.into()),
                     Via::Local(_) | Via::Memory => tail,
                 };
-                wire::write_fields(&mut self.out, &tail)?;
+                records::write_fields(&mut self.out, &tail)?;
                 self.out.write_all(b"}}\n")?;
                 self.keep(|| tail.row(at.text));
             }
             Err(e) => {
                 let tail = IndexFailure::new(e);
-                wire::write_fields(&mut self.out, &tail)?;
+                records::write_fields(&mut self.out, &tail)?;
                 self.out.write_all(b"}}\n")?;
                 self.keep(|| tail.row(at.text));
             }
@@ -205,12 +199,12 @@ impl<W: Write> Sink for JsonLines<W> {
         match how {
             Unchecked::Policy => {
                 let record = NotCheckedRecord::new(at.text, why);
-                wire::write_line(&mut self.out, "not_checked", &record)?;
+                records::write_line(&mut self.out, "not_checked", &record)?;
                 self.keep(|| record.row());
             }
             Unchecked::Unreadable => {
                 let record = UnreadableRecord::new(at.text, why);
-                wire::write_line(&mut self.out, "file", &record)?;
+                records::write_line(&mut self.out, "file", &record)?;
                 self.keep(|| record.row());
             }
         }

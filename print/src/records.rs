@@ -24,98 +24,14 @@ use stcheck::{DtypeTotal, Report};
 use stcheck::{Error, Finding, ReadError};
 
 pub use stcheck::Profile;
+pub use stcheck_gate::{Cost, Status};
 
-/// A record's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Status {
-    /// Checked and valid.
-    Valid,
-    /// Checked and invalid.
-    Invalid,
-    /// Could not be checked: never valid.
-    IoError,
-}
-
-impl Status {
-    /// `Valid` or `Invalid`.
-    pub fn of(valid: bool) -> Status {
-        if valid {
-            Status::Valid
-        } else {
-            Status::Invalid
-        }
-    }
-}
-
-impl Status {
-    /// `"valid"`, `"invalid"` or `"io_error"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Valid => "valid",
-            Status::Invalid => "invalid",
-            Status::IoError => "io_error",
-        }
-    }
-}
-
-/// What a file record shows besides the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Whose verdict decides.
-    pub profile: Profile,
-    /// Include `tensor_list` and `metadata` (`-v`).
-    pub verbose: bool,
-    /// How the bytes were obtained (`mode`); `None` for bytes handed over in memory.
-    pub mode: Option<ReadMode>,
-    /// The bytes came from an HTTP(S) server (`mode` is then `"remote"`).
-    pub remote: bool,
-}
-
-impl Options {
-    /// Strict, not verbose, the given read mode.
-    pub fn new(mode: Option<ReadMode>) -> Self {
-        Options {
-            profile: Profile::Strict,
-            verbose: false,
-            mode,
-            remote: false,
-        }
-    }
-
-    /// Bytes fetched from an HTTP(S) server.
-    pub fn remote(mut self) -> Self {
-        self.remote = true;
-        self
-    }
-
-    fn mode_name(&self) -> Option<&'static str> {
-        if self.remote {
-            Some("remote")
-        } else {
-            self.mode.map(ReadMode::as_str)
-        }
-    }
-
-    /// Set the profile.
-    pub fn profile(mut self, p: Profile) -> Self {
-        self.profile = p;
-        self
-    }
-
-    /// Set verbosity.
-    pub fn verbose(mut self, yes: bool) -> Self {
-        self.verbose = yes;
-        self
-    }
-}
+use crate::Options;
 
 /// A finding: `{"rule", "kind", "severity", "promoted_warning", "offset", "offset_in",
 /// "tensor", "shard", "message", "cause"}`.
 #[derive(Debug, Clone, Copy)]
-pub struct FindingRecord<'a> {
+pub(crate) struct FindingRecord<'a> {
     finding: &'a Finding,
     /// Reported as an error (a promoted warning is then marked).
     as_error: bool,
@@ -123,21 +39,21 @@ pub struct FindingRecord<'a> {
 
 impl<'a> FindingRecord<'a> {
     /// A warning.
-    pub fn warning(finding: &'a Finding) -> Self {
+    pub(crate) fn warning(finding: &'a Finding) -> Self {
         FindingRecord {
             finding,
             as_error: false,
         }
     }
     /// An error.
-    pub fn error(e: &'a Error) -> Self {
+    pub(crate) fn error(e: &'a Error) -> Self {
         FindingRecord {
             finding: e.finding(),
             as_error: true,
         }
     }
     /// A finding reported as an error.
-    pub fn error_finding(finding: &'a Finding) -> Self {
+    pub(crate) fn error_finding(finding: &'a Finding) -> Self {
         FindingRecord {
             finding,
             as_error: true,
@@ -350,14 +266,14 @@ impl Serialize for ReferenceRecord<'_> {
 }
 
 /// Total elements of the reference's tensors (saturating).
-pub fn reference_parameters(ts: &[stcheck::reference::RefTensor]) -> u64 {
+pub(crate) fn reference_parameters(ts: &[stcheck::reference::RefTensor]) -> u64 {
     ts.iter().fold(0u64, |a, t| {
         a.saturating_add(t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d)))
     })
 }
 
 /// Per-dtype parameters of the reference's tensors, in order of first appearance.
-pub fn reference_totals(ts: &[stcheck::reference::RefTensor]) -> Vec<(String, u64)> {
+pub(crate) fn reference_totals(ts: &[stcheck::reference::RefTensor]) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     for t in ts {
         let p = t.shape.iter().fold(1u64, |p, &d| p.saturating_mul(d));
@@ -369,18 +285,8 @@ pub fn reference_totals(ts: &[stcheck::reference::RefTensor]) -> Vec<(String, u6
     out
 }
 
-/// The status of a checked set under `profile`.
-pub fn index_status(report: &IndexReport, profile: Profile) -> Status {
-    Status::of(report.is_valid_under(profile))
-}
-
-/// The status of a checked file under `profile`.
-pub fn file_status(checked: &Checked<'_>, profile: Profile) -> Status {
-    Status::of(checked.is_valid_under(profile))
-}
-
 /// Why the strict profile and the reference disagree on a file the reference loads.
-pub fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
+pub(crate) fn divergence(checked: &Checked<'_>) -> Option<&'static str> {
     checked.reference_divergence()
 }
 
@@ -460,70 +366,27 @@ pub struct FileRecord<'a> {
     name: Option<&'a str>,
     checked: &'a Checked<'a>,
     options: Options,
+    /// `mode`: how the bytes were obtained (`None` for bytes handed over in memory).
+    mode: Option<&'static str>,
+    status: Status,
     remote: Option<RemoteInfo<'a>>,
-}
-
-/// What checking a file by URL cost: `{"requests", "bytes", "redirects", "retries"}` (bytes
-/// of response bodies). The record's own type, so that the records build without the gate
-/// (the JavaScript package fetches with the page's `fetch`); the gate's `Cost` converts into
-/// it (feature `gate`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct RemoteCost {
-    /// HTTP requests sent, redirects and retries included.
-    pub requests: u32,
-    /// Response body bytes received (headers not counted).
-    pub bytes: u64,
-    /// Redirects followed.
-    pub redirects: u32,
-    /// Requests repeated after 429, 5xx or a failed connection.
-    pub retries: u32,
-}
-
-impl RemoteCost {
-    /// `requests` requests that brought `bytes` body bytes, with no redirect and no retry.
-    pub fn new(requests: u32, bytes: u64) -> Self {
-        RemoteCost {
-            requests,
-            bytes,
-            redirects: 0,
-            retries: 0,
-        }
-    }
-
-    /// Set the redirects followed and the requests repeated.
-    pub fn with_repeats(mut self, redirects: u32, retries: u32) -> Self {
-        self.redirects = redirects;
-        self.retries = retries;
-        self
-    }
-}
-
-#[cfg(feature = "gate")]
-impl From<stcheck_gate::Cost> for RemoteCost {
-    fn from(c: stcheck_gate::Cost) -> Self {
-        RemoteCost {
-            requests: c.requests,
-            bytes: c.bytes,
-            redirects: c.redirects,
-            retries: c.retries,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct RemoteInfo<'a> {
     resolved: &'a str,
-    cost: RemoteCost,
+    /// `{"requests", "bytes", "redirects", "retries"}`: what it cost (bytes of response
+    /// bodies).
+    cost: Cost,
     hub: Option<HubRecord<'a>>,
 }
 
 impl<'a> RemoteInfo<'a> {
     /// Fetched from `resolved` at `cost`, the hub's word not (yet) known.
-    fn new(resolved: &'a str, cost: impl Into<RemoteCost>) -> Option<Self> {
+    fn new(resolved: &'a str, cost: Cost) -> Option<Self> {
         Some(RemoteInfo {
             resolved,
-            cost: cost.into(),
+            cost,
             hub: None,
         })
     }
@@ -541,18 +404,18 @@ impl<'a> RemoteInfo<'a> {
 /// its entity tag, and the SHA-256 the hub publishes for it, where it said them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct HubRecord<'a> {
+pub(crate) struct HubRecord<'a> {
     /// `commit`: the repository commit (`X-Repo-Commit`).
-    pub commit: Option<&'a str>,
+    pub(crate) commit: Option<&'a str>,
     /// `etag`: the entity tag, quotes removed.
-    pub etag: Option<&'a str>,
+    pub(crate) etag: Option<&'a str>,
     /// `lfs_sha256`: the SHA-256 the hub publishes (LFS files).
     pub lfs_sha256: Option<&'a str>,
 }
 
 impl<'a> HubRecord<'a> {
     /// What a server said: commit, entity tag, published SHA-256.
-    pub fn new(
+    pub(crate) fn new(
         commit: Option<&'a str>,
         etag: Option<&'a str>,
         lfs_sha256: Option<&'a str>,
@@ -565,7 +428,6 @@ impl<'a> HubRecord<'a> {
     }
 }
 
-#[cfg(feature = "gate")]
 impl<'a> From<&'a stcheck_gate::HubInfo> for HubRecord<'a> {
     fn from(h: &'a stcheck_gate::HubInfo) -> Self {
         HubRecord::new(
@@ -597,43 +459,61 @@ impl RemoteInfo<'_> {
 }
 
 impl<'a> FileRecord<'a> {
-    /// The record of `checked`, shown as `path`.
-    pub fn new(path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+    /// The record of `checked`, shown as `path`, with the status the gate gave it: bytes handed
+    /// over in memory (no `mode`) unless [`FileRecord::read_as`] or [`FileRecord::by_url`].
+    pub fn new(path: &'a str, checked: &'a Checked<'a>, options: Options, status: Status) -> Self {
         FileRecord {
             path,
             name: None,
             checked,
             options,
+            mode: None,
+            status,
             remote: None,
         }
     }
 
+    /// Read from the file system (or standard input) as `mode` says.
+    pub fn read_as(mut self, mode: ReadMode) -> Self {
+        self.mode = Some(mode.as_str());
+        self
+    }
+
+    /// Fetched from an HTTP(S) server (`mode` `"remote"`).
+    pub fn by_url(mut self) -> Self {
+        self.mode = Some("remote");
+        self
+    }
+
     /// The record of a file fetched from `resolved` (the URL requested) at `cost`.
-    pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
+    pub fn with_remote(mut self, resolved: &'a str, cost: Cost) -> Self {
         self.remote = RemoteInfo::new(resolved, cost);
         self
     }
 
     /// What the server said about the file (after [`FileRecord::with_remote`]).
-    pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
+    pub(crate) fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
         self.remote = RemoteInfo::with_hub(self.remote, hub);
         self
     }
 
-    /// The record of a shard named `name` by its index.
-    pub fn shard(name: &'a str, path: &'a str, checked: &'a Checked<'a>, options: Options) -> Self {
+    /// The record of a shard named `name` by its index, shown as `path`, with its status.
+    pub(crate) fn shard(
+        name: &'a str,
+        path: &'a str,
+        checked: &'a Checked<'a>,
+        options: Options,
+        status: Status,
+    ) -> Self {
         FileRecord {
-            path,
             name: Some(name),
-            checked,
-            options,
-            remote: None,
+            ..FileRecord::new(path, checked, options, status)
         }
     }
 
-    /// The status under the chosen profile.
+    /// The status the gate gave it.
     pub fn status(&self) -> Status {
-        file_status(self.checked, self.options.profile)
+        self.status
     }
 }
 
@@ -732,9 +612,9 @@ impl Serialize for FileRecord<'_> {
             m.serialize_entry("name", name)?;
         }
         m.serialize_entry("path", self.path)?;
-        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("status", self.status.as_str())?;
         m.serialize_entry("profile", &o.profile)?;
-        m.serialize_entry("mode", &o.mode_name())?;
+        m.serialize_entry("mode", &self.mode)?;
         if let Some(r) = self.remote {
             r.write(&mut m)?;
         }
@@ -780,9 +660,9 @@ impl Serialize for FileRecord<'_> {
                     "strict",
                     &StrictRecord {
                         status: if c.verdict.is_ok() {
-                            Status::Valid
+                            Status::Valid.as_str()
                         } else {
-                            Status::Invalid
+                            Status::Invalid.as_str()
                         },
                         error: c.verdict.as_ref().err().map(FindingRecord::error),
                     },
@@ -839,7 +719,7 @@ impl Serialize for FileRecord<'_> {
 /// "readers": [{"reader", "version", "loads", "refusals": [{"behaviour", "reason"}],
 /// "misreadings"}]}`.
 #[derive(Debug, Clone, Copy)]
-pub struct PortableRecord<'a>(pub &'a stcheck::portable::PortableReport);
+pub(crate) struct PortableRecord<'a>(pub(crate) &'a stcheck::portable::PortableReport);
 
 impl Serialize for PortableRecord<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -943,7 +823,7 @@ impl Serialize for ReferenceError<'_> {
 
 #[derive(Serialize)]
 struct StrictRecord<'a> {
-    status: Status,
+    status: &'static str,
     error: Option<FindingRecord<'a>>,
 }
 
@@ -953,7 +833,7 @@ struct StrictRecord<'a> {
 #[derive(Debug, Serialize)]
 pub struct UnreadableRecord<'a> {
     path: &'a str,
-    status: Status,
+    status: &'static str,
     io_error: String,
     read_error: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -965,7 +845,7 @@ impl<'a> UnreadableRecord<'a> {
     pub fn new(path: &'a str, error: &ReadError) -> Self {
         UnreadableRecord {
             path,
-            status: Status::IoError,
+            status: Status::IoError.as_str(),
             io_error: error.to_string(),
             read_error: error.code(),
             http_status: error.http_status(),
@@ -976,7 +856,7 @@ impl<'a> UnreadableRecord<'a> {
     pub fn row(&self) -> Row {
         Row {
             message: Some(self.io_error.clone()),
-            ..Row::new("file", self.path, self.status.as_str())
+            ..Row::new("file", self.path, self.status)
         }
     }
 }
@@ -984,7 +864,7 @@ impl<'a> UnreadableRecord<'a> {
 /// A path not checked by the file-system policy (`"type": "not_checked"`): `{"path",
 /// "reason", "message"}`, where `reason` is [`ReadError::code`].
 #[derive(Debug, Serialize)]
-pub struct NotCheckedRecord<'a> {
+pub(crate) struct NotCheckedRecord<'a> {
     path: &'a str,
     reason: &'static str,
     message: &'a str,
@@ -992,7 +872,7 @@ pub struct NotCheckedRecord<'a> {
 
 impl<'a> NotCheckedRecord<'a> {
     /// The record of `why` about `path`.
-    pub fn new(path: &'a str, why: &'a ReadError) -> Self {
+    pub(crate) fn new(path: &'a str, why: &'a ReadError) -> Self {
         NotCheckedRecord {
             path,
             reason: why.code(),
@@ -1001,7 +881,7 @@ impl<'a> NotCheckedRecord<'a> {
     }
 
     /// The record's row: status `"not_checked"`, with the reason and the message.
-    pub fn row(&self) -> Row {
+    pub(crate) fn row(&self) -> Row {
         Row {
             reason: Some(self.reason),
             message: Some(self.message.to_owned()),
@@ -1013,7 +893,7 @@ impl<'a> NotCheckedRecord<'a> {
 /// A shard the index names that could not be checked, inside an index record's `shards`:
 /// `{"name", "path", "status": "missing", "error"}`.
 #[derive(Debug, Clone, Copy)]
-pub struct MissingShardRecord<'a> {
+pub(crate) struct MissingShardRecord<'a> {
     name: &'a str,
     path: &'a str,
     error: &'a Finding,
@@ -1021,7 +901,7 @@ pub struct MissingShardRecord<'a> {
 
 impl<'a> MissingShardRecord<'a> {
     /// The record of the shard `name` (shown as `path`), not checked because of `error`.
-    pub fn new(name: &'a str, path: &'a str, error: &'a Finding) -> Self {
+    pub(crate) fn new(name: &'a str, path: &'a str, error: &'a Finding) -> Self {
         MissingShardRecord { name, path, error }
     }
 }
@@ -1040,47 +920,41 @@ impl Serialize for MissingShardRecord<'_> {
 /// The fields of an index record after its `shards` (`"type": "index"`): the set's verdict.
 /// The CLI writes `path` and the shards' records first, as they are checked.
 #[derive(Debug, Clone, Copy)]
-pub struct IndexTail<'a> {
+pub(crate) struct IndexTail<'a> {
     report: &'a IndexReport,
     remote: Option<RemoteInfo<'a>>,
-    profile: Profile,
+    status: Status,
 }
 
 impl<'a> IndexTail<'a> {
-    /// The tail of `report`'s record.
-    pub fn new(report: &'a IndexReport) -> Self {
+    /// The tail of `report`'s record, with the status the gate gave the set.
+    pub(crate) fn new(report: &'a IndexReport, status: Status) -> Self {
         IndexTail {
             report,
             remote: None,
-            profile: Profile::Strict,
+            status,
         }
     }
 
-    /// Whose verdict decides (the portable profile also needs the set to be read alike).
-    pub fn profile(mut self, profile: Profile) -> Self {
-        self.profile = profile;
-        self
-    }
-
     /// The tail of an index fetched from `resolved`, with what the index and its shards cost.
-    pub fn with_remote(mut self, resolved: &'a str, cost: impl Into<RemoteCost>) -> Self {
+    pub(crate) fn with_remote(mut self, resolved: &'a str, cost: Cost) -> Self {
         self.remote = RemoteInfo::new(resolved, cost);
         self
     }
 
     /// What the server said about the index (after [`IndexTail::with_remote`]).
-    pub fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
+    pub(crate) fn with_hub(mut self, hub: HubRecord<'a>) -> Self {
         self.remote = RemoteInfo::with_hub(self.remote, hub);
         self
     }
 
-    /// `valid` or `invalid`.
-    pub fn status(&self) -> Status {
-        index_status(self.report, self.profile)
+    /// `valid` or `invalid`, as the gate decided.
+    pub(crate) fn status(&self) -> Status {
+        self.status
     }
 
     /// The row of the set's record, shown as `path`: its first error is the row's.
-    pub fn row(&self, path: &str) -> Row {
+    pub(crate) fn row(&self, path: &str) -> Row {
         let r = self.report;
         Row {
             tensors: Some(r.tensors() as u64),
@@ -1099,7 +973,7 @@ impl Serialize for IndexTail<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.report;
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("status", self.status.as_str())?;
         m.serialize_entry("tensors", &r.tensors())?;
         m.serialize_entry("parameters", &r.parameters())?;
         m.serialize_entry("by_dtype", &Totals(r.totals_by_dtype()))?;
@@ -1134,8 +1008,8 @@ impl Serialize for IndexTail<'_> {
 /// `{"status": "io_error", "io_error": message, "read_error": code}`, and `"http_status"` as
 /// in [`UnreadableRecord`].
 #[derive(Debug, Serialize)]
-pub struct IndexFailure {
-    status: Status,
+pub(crate) struct IndexFailure {
+    status: &'static str,
     io_error: String,
     read_error: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1144,9 +1018,9 @@ pub struct IndexFailure {
 
 impl IndexFailure {
     /// The tail of a set that `error` kept from being read.
-    pub fn new(error: &ReadError) -> Self {
+    pub(crate) fn new(error: &ReadError) -> Self {
         IndexFailure {
-            status: Status::IoError,
+            status: Status::IoError.as_str(),
             io_error: error.to_string(),
             read_error: error.code(),
             http_status: error.http_status(),
@@ -1154,10 +1028,10 @@ impl IndexFailure {
     }
 
     /// The row of the set's record, shown as `path`: its message is the `io_error`.
-    pub fn row(&self, path: &str) -> Row {
+    pub(crate) fn row(&self, path: &str) -> Row {
         Row {
             message: Some(self.io_error.clone()),
-            ..Row::new("index", path, self.status.as_str())
+            ..Row::new("index", path, self.status)
         }
     }
 }
@@ -1194,7 +1068,7 @@ pub fn write_json<W: Write + ?Sized, T: Serialize + ?Sized>(
 /// Write the fields of `value`, a JSON object, without its braces: for a record whose head is
 /// streamed before (a sharded set's path and shards) and whose tail closes it. The one place a
 /// record is put together from parts.
-pub fn write_fields<W: Write + ?Sized, T: Serialize + ?Sized>(
+pub(crate) fn write_fields<W: Write + ?Sized, T: Serialize + ?Sized>(
     w: &mut W,
     value: &T,
 ) -> io::Result<()> {

@@ -38,26 +38,26 @@ use stcheck::reference::Verdict;
 use stcheck::Checked;
 use stcheck::{Error, Finding, Location as At, ReadError};
 use stcheck::{Rule, Severity};
-use stcheck_gate::{Place, Shown, Sink, Unchecked, Via};
+use stcheck_gate::{Place, Shown, Sink, Status, Unchecked, Via};
 
 /// The SARIF version written.
-pub const VERSION: &str = "2.1.0";
+pub(crate) const VERSION: &str = "2.1.0";
 
 /// The `$schema` of the log: the OASIS schema of SARIF 2.1.0 (errata 01).
-pub const SCHEMA_URI: &str =
+pub(crate) const SCHEMA_URI: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 /// The most paths that could not be checked listed one by one in a log.
-pub const MAX_NOTIFICATIONS: usize = 1000;
+pub(crate) const MAX_NOTIFICATIONS: usize = 1000;
 
 /// The base ID of relative artifact locations: the working directory of the run.
-pub const SRCROOT: &str = "%SRCROOT%";
+pub(crate) const SRCROOT: &str = "%SRCROOT%";
 
 /// A result's or notification's level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
-pub enum Level {
+pub(crate) enum Level {
     /// The file is rejected (or could not be checked).
     Error,
     /// A warning of a valid file.
@@ -75,9 +75,9 @@ impl From<Severity> for Level {
 
 /// `{"text": ...}`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Message<'a> {
+pub(crate) struct Message<'a> {
     /// Plain text.
-    pub text: Cow<'a, str>,
+    pub(crate) text: Cow<'a, str>,
 }
 
 impl<'a> Message<'a> {
@@ -88,53 +88,53 @@ impl<'a> Message<'a> {
 
 /// `{"text", "markdown"}`, for a rule's help.
 #[derive(Debug, Clone, Serialize)]
-pub struct MultiformatMessage {
+pub(crate) struct MultiformatMessage {
     /// Plain text.
-    pub text: String,
+    pub(crate) text: String,
     /// The same in Markdown.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub markdown: Option<String>,
+    pub(crate) markdown: Option<String>,
 }
 
 /// The descriptor of one rule (`reportingDescriptor`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RuleDescriptor {
+pub(crate) struct RuleDescriptor {
     /// The rule ID of SPEC.md.
-    pub id: &'static str,
+    pub(crate) id: &'static str,
     /// The rule's name in the library (`LayoutGap`).
-    pub name: String,
+    pub(crate) name: String,
     /// The first sentence of the statement.
-    pub short_description: MultiformatMessage,
+    pub(crate) short_description: MultiformatMessage,
     /// The statement.
-    pub full_description: MultiformatMessage,
+    pub(crate) full_description: MultiformatMessage,
     /// The rationale, and the whole SPEC.md section as Markdown.
-    pub help: MultiformatMessage,
+    pub(crate) help: MultiformatMessage,
     /// `{"level": "error" | "warning"}`: the rule's severity.
-    pub default_configuration: Configuration,
+    pub(crate) default_configuration: Configuration,
     /// `{"kind": "malformed" | "invalid" | "integrity", "tags": [...]}`.
-    pub properties: RuleProperties,
+    pub(crate) properties: RuleProperties,
 }
 
 /// `reportingConfiguration`.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Configuration {
+pub(crate) struct Configuration {
     /// The default level.
-    pub level: Level,
+    pub(crate) level: Level,
 }
 
 /// A rule's property bag.
 #[derive(Debug, Clone, Serialize)]
-pub struct RuleProperties {
+pub(crate) struct RuleProperties {
     /// `"malformed"` or `"invalid"` (SPEC.md section 1.1).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// `["safetensors", "malformed" | "invalid"]`.
-    pub tags: [&'static str; 2],
+    pub(crate) tags: [&'static str; 2],
 }
 
 impl RuleDescriptor {
     /// The descriptor of `rule`, from SPEC.md (the ID alone where SPEC.md lacks the rule).
-    pub fn new(rule: Rule) -> Self {
+    pub(crate) fn new(rule: Rule) -> Self {
         let (short, statement, rationale, section) = match RuleText::of(rule) {
             Some(t) => (
                 t.summary(),
@@ -177,23 +177,23 @@ impl RuleDescriptor {
 /// `tool.driver`: stcheck, its version and every rule.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Driver {
+pub(crate) struct Driver {
     /// `"stcheck"`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The library's version.
-    pub version: &'static str,
+    pub(crate) version: &'static str,
     /// The same, as a semantic version.
-    pub semantic_version: &'static str,
+    pub(crate) semantic_version: &'static str,
     /// Where to learn about stcheck: the package's repository.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub information_uri: Option<&'static str>,
+    pub(crate) information_uri: Option<&'static str>,
     /// Every rule of [`Rule::ALL`], in order (a result's `ruleIndex` is its place here).
-    pub rules: Vec<RuleDescriptor>,
+    pub(crate) rules: Vec<RuleDescriptor>,
 }
 
 impl Driver {
     /// stcheck's driver.
-    pub fn stcheck() -> Self {
+    pub(crate) fn stcheck() -> Self {
         Driver {
             name: "stcheck",
             version: env!("CARGO_PKG_VERSION"),
@@ -207,19 +207,19 @@ impl Driver {
 /// `artifactLocation`: a path as a URI reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ArtifactLocation {
+pub(crate) struct ArtifactLocation {
     /// A relative reference (for a relative path) or a `file://` URI.
-    pub uri: String,
+    pub(crate) uri: String,
     /// [`SRCROOT`] for a relative path.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub uri_base_id: Option<&'static str>,
+    pub(crate) uri_base_id: Option<&'static str>,
 }
 
 impl ArtifactLocation {
     /// The location of `path`: relative paths relative to [`SRCROOT`] (leading `./` dropped),
     /// absolute ones as `file://` URIs; every byte outside the URI's unreserved characters and
     /// `/` percent-encoded.
-    pub fn of_path(path: &Path) -> Self {
+    pub(crate) fn of_path(path: &Path) -> Self {
         let bytes = path.as_os_str().as_encoded_bytes();
         if bytes.first() == Some(&b'/') {
             return ArtifactLocation {
@@ -239,7 +239,7 @@ impl ArtifactLocation {
 
     /// A URL as it was given (http, https, hf), with the bytes a URI cannot hold
     /// percent-encoded.
-    pub fn of_url(url: &str) -> Self {
+    pub(crate) fn of_url(url: &str) -> Self {
         use std::fmt::Write as _;
         let url = stcheck_gate::target::redacted_url(url);
         let mut uri = String::with_capacity(url.len());
@@ -257,7 +257,7 @@ impl ArtifactLocation {
     }
 
     /// A directory as a base URI: `file:///abs/dir/`.
-    pub fn of_dir(dir: &Path) -> Self {
+    pub(crate) fn of_dir(dir: &Path) -> Self {
         let mut uri = ArtifactLocation::of_path(dir).uri;
         if !uri.ends_with('/') {
             uri.push('/');
@@ -270,7 +270,7 @@ impl ArtifactLocation {
 }
 
 /// Percent-encode every byte but the unreserved characters of RFC 3986 and `/`.
-pub fn percent_encode(bytes: &[u8]) -> String {
+pub(crate) fn percent_encode(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
@@ -286,34 +286,34 @@ pub fn percent_encode(bytes: &[u8]) -> String {
 /// `region`: a byte offset into the artifact.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Region {
+pub(crate) struct Region {
     /// The offset of the finding.
-    pub byte_offset: u64,
+    pub(crate) byte_offset: u64,
 }
 
 /// `physicalLocation`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PhysicalLocation {
+pub(crate) struct PhysicalLocation {
     /// The file.
-    pub artifact_location: ArtifactLocation,
+    pub(crate) artifact_location: ArtifactLocation,
     /// The byte offset, where there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub region: Option<Region>,
+    pub(crate) region: Option<Region>,
 }
 
 /// `location`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Location<'a> {
+pub(crate) struct Location<'a> {
     /// An ID unique within the result (for related locations).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<u64>,
+    pub(crate) id: Option<u64>,
     /// The file and offset.
-    pub physical_location: PhysicalLocation,
+    pub(crate) physical_location: PhysicalLocation,
     /// What is at this location (for related locations).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message<'a>>,
+    pub(crate) message: Option<Message<'a>>,
 }
 
 impl Location<'_> {
@@ -332,49 +332,49 @@ impl Location<'_> {
 /// A result's property bag.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResultProperties<'a> {
+pub(crate) struct ResultProperties<'a> {
     /// `"malformed"` or `"invalid"`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The tensor the finding is about, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tensor: Option<&'a str>,
+    pub(crate) tensor: Option<&'a str>,
     /// The shard (as the index names it) the finding is about, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shard: Option<&'a str>,
+    pub(crate) shard: Option<&'a str>,
     /// The error is a warning made an error by an option.
-    pub promoted_warning: bool,
+    pub(crate) promoted_warning: bool,
     /// With `--compare-reference`: `"accept"`, `"reject"` or `"panic"`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reference_verdict: Option<&'static str>,
+    pub(crate) reference_verdict: Option<&'static str>,
     /// With `--compare-reference`, when the reference loads a file strict rejects: why.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reference_divergence: Option<&'static str>,
+    pub(crate) reference_divergence: Option<&'static str>,
 }
 
 /// One result: one finding.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SarifResult<'a> {
+pub(crate) struct SarifResult<'a> {
     /// The rule ID.
-    pub rule_id: &'static str,
+    pub(crate) rule_id: &'static str,
     /// The rule's index in the driver's rules ([`Rule::ALL`]).
-    pub rule_index: usize,
+    pub(crate) rule_index: usize,
     /// `error` or `warning`.
-    pub level: Level,
+    pub(crate) level: Level,
     /// The finding's message, with the shard and tensor it is about.
-    pub message: Message<'a>,
+    pub(crate) message: Message<'a>,
     /// The file and byte offset (none for standard input).
-    pub locations: Vec<Location<'a>>,
+    pub(crate) locations: Vec<Location<'a>>,
     /// For `INDEX-SHARD-INVALID`: the shard's own error.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub related_locations: Vec<Location<'a>>,
+    pub(crate) related_locations: Vec<Location<'a>>,
     /// Kind, tensor, shard, promotion, the reference's verdict.
-    pub properties: ResultProperties<'a>,
+    pub(crate) properties: ResultProperties<'a>,
 }
 
 /// Where the shards of a sharded set are: a directory, or the URL prefix of a remote index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shards {
+pub(crate) enum Shards {
     /// The directory of the index.
     Dir(PathBuf),
     /// The index's URL up to and including its last `/`.
@@ -383,7 +383,7 @@ pub enum Shards {
 
 impl Shards {
     /// The shards of the index at `path`: its directory (`.` for a bare name).
-    pub fn of_index_path(path: &Path) -> Self {
+    pub(crate) fn of_index_path(path: &Path) -> Self {
         Shards::Dir(match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -391,13 +391,13 @@ impl Shards {
     }
 
     /// The shards of the index at `url`: the URL up to its last `/`.
-    pub fn of_index_url(url: &str) -> Self {
+    pub(crate) fn of_index_url(url: &str) -> Self {
         let url = stcheck_gate::target::redacted_url(url);
         Shards::Url(url.rfind('/').map_or("", |k| &url[..=k]).to_owned())
     }
 
     /// The location of the shard `name` (a plain file name).
-    pub fn location(&self, name: &str) -> ArtifactLocation {
+    pub(crate) fn location(&self, name: &str) -> ArtifactLocation {
         match self {
             Shards::Dir(dir) => ArtifactLocation::of_path(&dir.join(name)),
             Shards::Url(prefix) => {
@@ -410,11 +410,11 @@ impl Shards {
 /// Where a finding stands: the checked file, index or shard (`None` for standard input) and,
 /// for the findings of a sharded set, where its shards are.
 #[derive(Debug, Clone, Copy)]
-pub struct Target<'t> {
+pub(crate) struct Target<'t> {
     /// The file, index or shard the finding was reported for.
-    pub file: Option<&'t ArtifactLocation>,
+    pub(crate) file: Option<&'t ArtifactLocation>,
     /// The shards, for the findings of a sharded set.
-    pub shards: Option<&'t Shards>,
+    pub(crate) shards: Option<&'t Shards>,
 }
 
 /// The index of `rule` in [`Rule::ALL`].
@@ -449,7 +449,7 @@ fn sentence(mut text: String) -> String {
 
 impl<'a> SarifResult<'a> {
     /// The result of `finding` about `target`, as an error or as a warning.
-    pub fn new(finding: &'a Finding, as_error: bool, target: Target<'_>) -> Self {
+    pub(crate) fn new(finding: &'a Finding, as_error: bool, target: Target<'_>) -> Self {
         let rule = finding.rule();
         let at = |offset: u64, shard: Option<&str>| -> Option<Location<'a>> {
             let file = match (shard, target.shards) {
@@ -498,35 +498,39 @@ impl<'a> SarifResult<'a> {
     }
 
     /// The result of a file's error.
-    pub fn error(e: &'a Error, target: Target<'_>) -> Self {
+    pub(crate) fn error(e: &'a Error, target: Target<'_>) -> Self {
         SarifResult::new(e.finding(), true, target)
     }
 }
 
 /// `notification`: a path that could not be checked.
 #[derive(Debug, Clone, Serialize)]
-pub struct Notification {
+pub(crate) struct Notification {
     /// Always `error`: the path fails the run.
-    pub level: Level,
+    pub(crate) level: Level,
     /// `path: message`.
-    pub message: Message<'static>,
+    pub(crate) message: Message<'static>,
     /// The path, when there is one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub locations: Vec<Location<'static>>,
+    pub(crate) locations: Vec<Location<'static>>,
     /// `{"id": reason}`: the reason code (`not_regular_file`, `dangling_link`, `io`, ...).
-    pub descriptor: DescriptorReference,
+    pub(crate) descriptor: DescriptorReference,
 }
 
 /// `reportingDescriptorReference` by ID.
 #[derive(Debug, Clone, Serialize)]
-pub struct DescriptorReference {
+pub(crate) struct DescriptorReference {
     /// The ID.
-    pub id: &'static str,
+    pub(crate) id: &'static str,
 }
 
 impl Notification {
     /// The notification that `file` (shown as `shown`) could not be checked.
-    pub fn not_checked(file: Option<&ArtifactLocation>, shown: &str, why: &ReadError) -> Self {
+    pub(crate) fn not_checked(
+        file: Option<&ArtifactLocation>,
+        shown: &str,
+        why: &ReadError,
+    ) -> Self {
         Notification {
             level: Level::Error,
             message: Message::new(sentence(format!("{shown}: not checked: {why}"))),
@@ -613,7 +617,7 @@ impl<W: Write> SarifWriter<W> {
     }
 
     /// Write one result.
-    pub fn result(&mut self, r: &SarifResult<'_>) -> io::Result<()> {
+    pub(crate) fn result(&mut self, r: &SarifResult<'_>) -> io::Result<()> {
         if self.results > 0 {
             self.out.write_all(b",\n")?;
         }
@@ -624,7 +628,7 @@ impl<W: Write> SarifWriter<W> {
     /// The results of one checked file (the strict verdict): its error, or its warnings. With
     /// the reference crate's verdict in `checked`, the error says what the reference does.
     /// `file` is `None` for standard input.
-    pub fn file(
+    pub(crate) fn file(
         &mut self,
         file: Option<&ArtifactLocation>,
         checked: &Checked<'_>,
@@ -659,7 +663,7 @@ impl<W: Write> SarifWriter<W> {
     /// The results of a sharded set's own findings, for the index at `index` with its shards
     /// at `shards` (the shards' findings are written with [`SarifWriter::file`] as they are
     /// checked, at `shards.location(name)`).
-    pub fn index(
+    pub(crate) fn index(
         &mut self,
         index: &ArtifactLocation,
         shards: &Shards,
@@ -683,7 +687,12 @@ impl<W: Write> SarifWriter<W> {
 
     /// A path or URL that could not be checked (listed at the end of the log, in the
     /// invocation).
-    pub fn not_checked(&mut self, file: Option<&ArtifactLocation>, shown: &str, why: &ReadError) {
+    pub(crate) fn not_checked(
+        &mut self,
+        file: Option<&ArtifactLocation>,
+        shown: &str,
+        why: &ReadError,
+    ) {
         if self.notifications.len() < MAX_NOTIFICATIONS {
             self.notifications
                 .push(Notification::not_checked(file, shown, why));
@@ -750,7 +759,7 @@ impl<W: Write> SarifWriter<W> {
 }
 
 /// Where a target stands, as a SARIF artifact (`None` for standard input).
-pub fn location_of(at: &Shown<'_>) -> Option<ArtifactLocation> {
+pub(crate) fn location_of(at: &Shown<'_>) -> Option<ArtifactLocation> {
     match at.place {
         Place::Path(p) => Some(ArtifactLocation::of_path(p)),
         Place::Url(u) => Some(ArtifactLocation::of_url(u)),
@@ -759,16 +768,17 @@ pub fn location_of(at: &Shown<'_>) -> Option<ArtifactLocation> {
 }
 
 impl<W: Write> Sink for SarifWriter<W> {
-    fn file(&mut self, at: &Shown<'_>, checked: &Checked<'_>, _via: &Via) -> io::Result<()> {
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        checked: &Checked<'_>,
+        _via: &Via,
+        _status: Status,
+    ) -> io::Result<()> {
         SarifWriter::file(self, location_of(at).as_ref(), checked)
     }
 
-    fn index_start(
-        &mut self,
-        at: &Shown<'_>,
-        _shard_dir: &str,
-        _mode: Option<stcheck::ReadMode>,
-    ) -> io::Result<()> {
+    fn index_start(&mut self, at: &Shown<'_>, _mode: Option<stcheck::ReadMode>) -> io::Result<()> {
         self.open = match at.place {
             Place::Path(p) => Some(Shards::of_index_path(p)),
             Place::Url(u) => Some(Shards::of_index_url(u)),
@@ -779,9 +789,11 @@ impl<W: Write> Sink for SarifWriter<W> {
 
     fn shard(
         &mut self,
+        _at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         _via: Option<&Via>,
+        _status: Status,
     ) -> io::Result<()> {
         match (outcome, &self.open) {
             (ShardOutcome::Checked(c), Some(shards)) => {
@@ -797,6 +809,7 @@ impl<W: Write> Sink for SarifWriter<W> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         _via: &Via,
+        _status: Status,
     ) -> io::Result<()> {
         let shards = self.open.take();
         let file = location_of(at);

@@ -1,6 +1,6 @@
 //! The text of `SPEC.md`, compiled into the library: each rule's section, for
 //! `stcheck --explain RULE` and for the rule descriptions of the SARIF output
-//! ([`crate::sarif`]). SPEC.md is the one source; a test keeps every rule of [`Rule::ALL`]
+//! ([`crate::SarifWriter`]). SPEC.md is the one source; a test keeps every rule of [`Rule::ALL`]
 //! documented there and the command's output equal to the document.
 //!
 //! A rule's section is the text from its heading `### RULE-ID` to the next heading. Its
@@ -9,8 +9,9 @@
 
 use stcheck::Rule;
 
-/// SPEC.md, as it was when the library was built.
-pub const SPEC_MD: &str = include_str!("../../SPEC.md");
+/// SPEC.md, as it was when the library was built (through the link `print/SPEC.md`, so that
+/// the packaged crate carries it).
+pub const SPEC_MD: &str = include_str!("../SPEC.md");
 
 /// One rule's text in SPEC.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use std::time::Duration;
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
 use stcheck::{Checked, DtypeTotal, Profile, ReadError, Report};
-use stcheck_gate::{Shown, Sink, Unchecked, Via};
+use stcheck_gate::{Shown, Sink, Status, Unchecked, Via};
 
-use crate::records::{self as wire, Summary};
+use crate::records::{self, Summary};
 use crate::Options;
 
 /// The text printer: lines to `out` as the events come. A set's shard lines are kept until its
@@ -19,8 +19,8 @@ use crate::Options;
 pub struct Text<W: Write> {
     out: W,
     o: Options,
-    /// The open set: its shards' directory and lines.
-    index: Option<(String, Vec<u8>)>,
+    /// The open set: its shards' lines.
+    index: Option<Vec<u8>>,
 }
 
 impl<W: Write> Text<W> {
@@ -50,35 +50,38 @@ impl<W: Write> Text<W> {
 }
 
 impl<W: Write> Sink for Text<W> {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, _via: &Via) -> io::Result<()> {
-        if self.o.quiet && c.is_valid_under(self.o.profile) {
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        _via: &Via,
+        status: Status,
+    ) -> io::Result<()> {
+        if self.o.quiet && status == Status::Valid {
             return Ok(());
         }
         file_human(&mut self.out, at.text, c, &self.o, "")
     }
 
-    fn index_start(
-        &mut self,
-        _at: &Shown<'_>,
-        shard_dir: &str,
-        _mode: Option<stcheck::ReadMode>,
-    ) -> io::Result<()> {
-        self.index = Some((shard_dir.to_owned(), Vec::new()));
+    fn index_start(&mut self, _at: &Shown<'_>, _mode: Option<stcheck::ReadMode>) -> io::Result<()> {
+        self.index = Some(Vec::new());
         Ok(())
     }
 
     fn shard(
         &mut self,
-        name: &str,
+        at: &Shown<'_>,
+        _name: &str,
         outcome: ShardOutcome<'_, '_>,
         _via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
-        let Some((dir, lines)) = &mut self.index else {
+        let Some(lines) = &mut self.index else {
             return Ok(());
         };
         match outcome {
-            ShardOutcome::Checked(c) if !(self.o.quiet && c.is_valid_under(self.o.profile)) => {
-                let path = format!("shard {dir}{}", stcheck::escape(name));
+            ShardOutcome::Checked(c) if !(self.o.quiet && status == Status::Valid) => {
+                let path = format!("shard {}", at.text);
                 file_human(lines, &path, c, &self.o, "  ")
             }
             _ => Ok(()),
@@ -90,13 +93,14 @@ impl<W: Write> Sink for Text<W> {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         _via: &Via,
+        status: Status,
     ) -> io::Result<()> {
-        let shards = self.index.take().map(|(_, l)| l).unwrap_or_default();
+        let shards = self.index.take().unwrap_or_default();
         let rep = match outcome {
             Ok(rep) => rep,
             Err(e) => return writeln!(self.out, "{}: not checked: {e}", at.text),
         };
-        let valid = rep.is_valid_under(self.o.profile);
+        let valid = status == Status::Valid;
         if self.o.quiet && valid {
             return Ok(());
         }
@@ -189,8 +193,8 @@ fn file_human(
                 "{indent}{path}: ok (reference profile; {})",
                 totals_human(
                     ts.len(),
-                    wire::reference_parameters(ts),
-                    &wire::reference_totals(ts)
+                    records::reference_parameters(ts),
+                    &records::reference_totals(ts)
                 )
             )?;
         }
@@ -250,7 +254,7 @@ fn file_human(
                         "{indent}  reference: accepts ({})",
                         count(ts.len() as u64, "tensor")
                     )?;
-                    if let Some(d) = wire::divergence(c) {
+                    if let Some(d) = records::divergence(c) {
                         write!(out, "; {d}")?;
                     }
                     writeln!(out)?;
@@ -357,7 +361,7 @@ fn deep_human(c: &Checked<'_>) -> String {
         }
     }
     if let Some(h) = &c.sha256 {
-        s.push_str(&format!("; sha256 {}", wire::hex(h)));
+        s.push_str(&format!("; sha256 {}", records::hex(h)));
     }
     s
 }

@@ -37,7 +37,6 @@ use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use numpy::{PyArray1, PyArrayMethods as _};
 use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
@@ -50,39 +49,53 @@ use stcheck::{
     Checked, Checker, Config, FileStamp, Profile, ReadError, ReadErrorKind, ReadMode, Rule,
 };
 use stcheck_gate::fs::RegularFile;
-use stcheck_gate::options::{Face, RunOptions};
+use stcheck_gate::options::{Face, Kind, RunOptions, Value, OPTIONS};
 use stcheck_gate::shards::FsSource;
 use stcheck_gate::{Done, Gate, Place, Shown, Sink, Status, Target, Unchecked, Via};
-use stcheck_print::records::{self as wire, Row};
+use stcheck_print::records::{self, Row};
 use stcheck_print::JsonLines;
 
-/// The options of one call, as the Python side fills them (every key present).
-#[derive(Debug, FromPyObject)]
-#[pyo3(from_item_all)]
+/// The options of one call, as the Python side fills them (`options()`: every key present):
+/// the run options, each read by the kind the gate's table gives it ([`OPTIONS`]), and this
+/// face's own (`threads`, `verbose`).
+#[derive(Debug)]
 struct Opts {
-    profile: String,
-    deep: bool,
-    sha256: bool,
-    deny_warnings: bool,
-    deny_nonfinite: bool,
-    deny: Vec<String>,
-    allow: Vec<String>,
-    max_header_size: Option<u64>,
-    max_warnings_per_rule: Option<usize>,
-    compare_reference: bool,
-    portable_to: Option<Vec<String>>,
-    refusals_are_errors: bool,
-    mode: String,
+    run: RunOptions,
     threads: usize,
     verbose: bool,
-    follow_links: bool,
-    allow_empty: bool,
-    allow_other_formats: bool,
-    exclude: Vec<String>,
-    max_requests: Option<u64>,
-    timeout: Option<f64>,
-    headers: Vec<(String, String)>,
-    ca_file: Option<PathBuf>,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Opts {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Opts> {
+        let mut run = RunOptions::default();
+        run.face = Face::Python;
+        for spec in OPTIONS {
+            let Some(key) = spec.python else { continue };
+            let item = obj.get_item(key)?;
+            let value = if item.is_none() {
+                Value::Default
+            } else {
+                match spec.kind {
+                    Kind::Flag => Value::Bool(item.extract()?),
+                    Kind::Rules | Kind::Readers | Kind::Globs => Value::List(item.extract()?),
+                    Kind::Count | Kind::Bytes => Value::Int(item.extract()?),
+                    Kind::Seconds => Value::Float(item.extract()?),
+                    Kind::Headers => Value::Pairs(item.extract()?),
+                    Kind::Path => Value::Path(item.extract()?),
+                    _ => Value::Text(item.extract()?),
+                }
+            };
+            run.set(spec.opt, value)
+                .map_err(|e| PyValueError::new_err(e.0))?;
+        }
+        Ok(Opts {
+            run,
+            threads: obj.get_item("threads")?.extract()?,
+            verbose: obj.get_item("verbose")?.extract()?,
+        })
+    }
 }
 
 /// A run of the Python face: the gate (the options resolved once), how records are printed,
@@ -94,62 +107,14 @@ struct Run {
     threads: usize,
 }
 
-fn bad(what: &str, value: &str, choices: &str) -> PyErr {
-    PyValueError::new_err(format!("{what}: {value:?} is not {choices}"))
-}
-
 impl Run {
     /// The options turned into a run, through the one resolution every face uses; `mode`
     /// overrides how files are read (the loader reads, whatever the options say).
     fn new(o: Opts, mode: Option<ReadMode>) -> PyResult<Run> {
-        let profile = match o.profile.as_str() {
-            "strict" => Profile::Strict,
-            "reference" => Profile::Reference,
-            "portable" => Profile::Portable,
-            other => {
-                return Err(bad(
-                    "profile=",
-                    other,
-                    "\"strict\", \"reference\" or \"portable\"",
-                ))
-            }
-        };
-        let read_mode = match o.mode.as_str() {
-            "mmap" => ReadMode::Mmap,
-            "read" => ReadMode::Read,
-            "stream" => ReadMode::Stream,
-            other => return Err(bad("mode=", other, "\"mmap\", \"read\" or \"stream\"")),
-        };
-        let timeout = match o.timeout {
-            None => None,
-            Some(t) => Some(Duration::try_from_secs_f64(t).map_err(|_| {
-                PyValueError::new_err(format!("timeout=: {t} is not a number of seconds"))
-            })?),
-        };
-        let mut options = RunOptions::default();
-        options.face = Face::Python;
-        options.profile = profile;
-        options.deep = o.deep;
-        options.sha256 = o.sha256;
-        options.deny_warnings = o.deny_warnings;
-        options.deny_nonfinite = o.deny_nonfinite;
-        options.deny = o.deny;
-        options.allow = o.allow;
-        options.max_header_size = o.max_header_size;
-        options.max_warnings_per_rule = o.max_warnings_per_rule;
-        options.compare_reference = o.compare_reference;
-        // The portable profile without readers named: every reader of the table.
-        options.portable_to = o.portable_to;
-        options.refusals_are_errors = o.refusals_are_errors;
-        options.mode = mode.unwrap_or(read_mode);
-        options.follow_links = o.follow_links;
-        options.allow_empty = o.allow_empty;
-        options.allow_other_formats = o.allow_other_formats;
-        options.exclude = o.exclude;
-        options.max_requests = o.max_requests;
-        options.timeout = timeout;
-        options.headers = o.headers;
-        options.ca_file = o.ca_file;
+        let mut options = o.run;
+        if let Some(mode) = mode {
+            options.mode = mode;
+        }
         let gate = Gate::new(options).map_err(|e| PyValueError::new_err(e.0))?;
         let print = stcheck_print::Options::new(gate.profile())
             .verbose(o.verbose)
@@ -184,6 +149,8 @@ enum Held {
         checked: Box<Checked<'static>>,
         /// How it was read (`None`: bytes in memory).
         mode: Option<ReadMode>,
+        /// What the gate decided.
+        status: Status,
     },
     Line(String),
 }
@@ -206,6 +173,7 @@ impl Outcome {
                 path,
                 checked,
                 mode,
+                status,
             } => {
                 // The very printer `stcheck --json` writes with, given the same event.
                 let mut printer = JsonLines::new(Vec::new(), self.print);
@@ -217,7 +185,7 @@ impl Outcome {
                     Some(mode) => Via::Local(*mode),
                     None => Via::Memory,
                 };
-                match printer.file(&at, checked, &via) {
+                match printer.file(&at, checked, &via, *status) {
                     Ok(()) => {
                         let mut out = printer.into_inner();
                         out.pop(); // the newline
@@ -237,15 +205,7 @@ impl Outcome {
 
 /// A record that cannot be valid, for this module's own failures.
 fn internal(why: &str) -> String {
-    let mut message = Vec::new();
-    let message = match wire::write_json(&mut message, &format!("internal error: {why}")) {
-        Ok(()) => String::from_utf8_lossy(&message).into_owned(),
-        Err(_) => "\"internal error\"".to_owned(),
-    };
-    format!(
-        "{{\"type\":\"file\",\"data\":{{\"path\":\"\",\"status\":\"io_error\",\
-         \"io_error\":{message},\"read_error\":\"io\"}}}}"
-    )
+    internal_row(why).1
 }
 
 #[pymethods]
@@ -261,9 +221,7 @@ impl Outcome {
     #[getter]
     fn status(&self) -> Option<&'static str> {
         match &self.held {
-            Held::File { checked, .. } => {
-                Some(wire::file_status(checked, self.print.profile).as_str())
-            }
+            Held::File { status, .. } => Some(status.as_str()),
             Held::Line(_) => None,
         }
     }
@@ -317,31 +275,40 @@ struct Capture {
 }
 
 impl Sink for Capture {
-    fn file(&mut self, at: &Shown<'_>, c: &Checked<'_>, via: &Via) -> io::Result<()> {
+    fn file(
+        &mut self,
+        at: &Shown<'_>,
+        c: &Checked<'_>,
+        via: &Via,
+        status: Status,
+    ) -> io::Result<()> {
         let mode = match via {
             Via::Local(mode) => Some(*mode),
             Via::Memory => None,
-            Via::Remote { .. } => return self.lines.file(at, c, via),
+            Via::Remote { .. } => return self.lines.file(at, c, via, status),
         };
         self.files.push(Held::File {
             path: at.text.to_owned(),
             checked: Box::new(c.clone().into_owned()),
             mode,
+            status,
         });
         Ok(())
     }
 
-    fn index_start(&mut self, at: &Shown<'_>, dir: &str, mode: Option<ReadMode>) -> io::Result<()> {
-        self.lines.index_start(at, dir, mode)
+    fn index_start(&mut self, at: &Shown<'_>, mode: Option<ReadMode>) -> io::Result<()> {
+        self.lines.index_start(at, mode)
     }
 
     fn shard(
         &mut self,
+        at: &Shown<'_>,
         name: &str,
         outcome: ShardOutcome<'_, '_>,
         via: Option<&Via>,
+        status: Status,
     ) -> io::Result<()> {
-        self.lines.shard(name, outcome, via)
+        self.lines.shard(at, name, outcome, via, status)
     }
 
     fn index_end(
@@ -349,8 +316,9 @@ impl Sink for Capture {
         at: &Shown<'_>,
         outcome: Result<&IndexReport, &ReadError>,
         via: &Via,
+        status: Status,
     ) -> io::Result<()> {
-        self.lines.index_end(at, outcome, via)
+        self.lines.index_end(at, outcome, via, status)
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, how: Unchecked) -> io::Result<()> {
@@ -538,12 +506,11 @@ fn batch_item(
 /// The row and line of a record that cannot be valid, for this module's own failures.
 fn internal_row(why: &str) -> (Row, String) {
     let error = ReadError::new(ReadErrorKind::Io, format!("internal error: {why}"));
-    let record = wire::UnreadableRecord::new("", &error);
+    let record = records::UnreadableRecord::new("", &error);
     let mut line = Vec::new();
-    let line = match wire::write_line(&mut line, "file", &record) {
-        Ok(()) => String::from_utf8_lossy(line.trim_ascii_end()).into_owned(),
-        Err(_) => internal(why),
-    };
+    // Into memory, a record of strings cannot fail to be written.
+    let _ = records::write_line(&mut line, "file", &record);
+    let line = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
     (record.row(), line)
 }
 
@@ -976,11 +943,11 @@ impl ShardSource for Shards {
         f: &mut dyn FnMut(Checked<'_>),
     ) -> Result<(), ReadError> {
         let file = self.inner.open(name)?;
-        let shown = format!("{}{}", self.dir, stcheck::escape(name));
+        let shown = stcheck_gate::shown_shard(&self.dir, name);
         let config = config.clone().threads(self.config_threads);
         let profile = self.profile;
         let ((), kept) = check_kept(file, &shown, &config, self.keep, |c| {
-            let valid = c.is_valid_under(profile);
+            let valid = Status::of_file(&c, profile) == Status::Valid;
             f(c);
             ((), valid)
         })?;
@@ -1010,10 +977,12 @@ fn open_index_checked(
 }
 
 fn open_index(run: &Run, path: &Path, keep: Keep) -> (Record, Vec<(String, Kept)>) {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => format!("{}/", stcheck_gate::shown_path(p)),
-        _ => String::new(),
+    let shown = stcheck_gate::shown_path(path);
+    let at = Shown {
+        text: &shown,
+        place: Place::Path(path),
     };
+    let dir = at.shard_dir();
     let source = Shards {
         inner: run.gate.shard_source(path, None),
         config_threads: run.threads,

@@ -27,6 +27,9 @@ NAMES = [
     ("--refusals-are-errors", "refusals_are_errors=True"),
     ("--max-warnings-per-rule", "max_warnings_per_rule="),
     ("--follow-links", "follow_links=True"),
+    ("--max-requests", "max_requests="),
+    ("--timeout", "timeout="),
+    ("--profile", "profile="),
 ]
 
 #: Conflicting or wrong options: (CLI flags, the same in Python).
@@ -41,6 +44,11 @@ CONFLICTS = [
     (["--portable-to", "no-such-reader"], {"portable_to": ["no-such-reader"]}),
     (["--refusals-are-errors"], {"refusals_are_errors": True}),
     (["--max-warnings-per-rule", "0"], {"max_warnings_per_rule": 0}),
+    # Value checks of the gate's table, once in the CLI alone (Python accepted them).
+    (["--max-requests", "0"], {"max_requests": 0}),
+    (["--timeout", "1e9"], {"timeout": 1e9}),
+    (["--timeout", "0"], {"timeout": 0}),
+    (["--profile", "lax"], {"profile": "lax"}),
 ]
 
 

@@ -1,86 +1,60 @@
-//! The check options of the service, by the names the command line gives them (without the
-//! `--`): one table for the flags, the configuration file and the HTTP query, filling the
-//! gate's [`RunOptions`] (which resolves them, with every conflict check, once per request).
-//!
-//! This table repeats the names of the command line's check options; when the gate has its
-//! one table of run options, this module is where the service adopts it.
+//! The check options of the service, from the gate's one table of run options
+//! ([`stcheck_gate::options::OPTIONS`]): a flag of `stcheck serve` by its command-line name, a
+//! configuration key and a query parameter by the service's key ([`Face::Service`], `-` or
+//! `_` alike). What the table says of an option (its kind, how its text is read, its
+//! conflicts at resolution) holds here unchanged; the service only leaves out the options that
+//! say where files come from and how they are read, which a stream has no use for.
 
-use stcheck::Profile;
-use stcheck_gate::options::RunOptions;
+use stcheck_gate::options::{Face, Kind, Opt, RunOptions, Spec, Value};
 
-/// A value as a face gives it: a flag (or a TOML/query boolean), or text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value<'a> {
-    /// `--deep`, `deep = true`, `?deep` or `?deep=1`: on; `false`/`0`: off.
-    Flag(bool),
-    /// `--deny LAYOUT-ALIGN`, `deny = "LAYOUT-ALIGN"`, `?deny=LAYOUT-ALIGN`.
-    Text(&'a str),
+/// The run options a stream cannot use: how files are found and read, what URLs cost, and the
+/// reference crate's verdict beside the strict one.
+const NOT_FOR_A_STREAM: &[Opt] = &[
+    Opt::Mode,
+    Opt::FollowLinks,
+    Opt::AllowEmpty,
+    Opt::AllowOtherFormats,
+    Opt::Exclude,
+    Opt::WithSets,
+    Opt::UrlJobs,
+    Opt::MaxRequests,
+    Opt::Timeout,
+    Opt::Header,
+    Opt::CaFile,
+    // The reference crate's verdict needs the file's length ([`refusal`]).
+    Opt::CompareReference,
+];
+
+/// The check option `key` names on `face` (`--deep` for the command line; `deep` or
+/// `deny-nonfinite` for a configuration key or a query parameter), if the service takes it.
+pub fn find(face: Face, key: &str) -> Option<&'static Spec> {
+    let spec = match face {
+        // The table's keys are written one way (`deny-nonfinite`); either spelling is taken.
+        Face::Service => Spec::find(face, &key.replace('_', "-"))
+            .or_else(|| Spec::find(face, &key.replace('-', "_"))),
+        _ => Spec::find(face, key),
+    }?;
+    (!NOT_FOR_A_STREAM.contains(&spec.opt)).then_some(spec)
 }
 
-/// Whether `key` names a check option that takes a value (not a flag).
-pub fn takes_value(key: &str) -> Option<bool> {
-    Some(match key {
-        "deep" | "sha256" | "deny-nonfinite" | "deny-warnings" | "refusals-are-errors" => false,
-        "profile"
-        | "deny"
-        | "allow"
-        | "portable-to"
-        | "max-header-size"
-        | "max-warnings-per-rule" => true,
-        _ => return None,
-    })
+/// Whether the option takes a value (a flag does not).
+pub fn takes_value(spec: &Spec) -> bool {
+    spec.kind != Kind::Flag
 }
 
-/// Set the check option `key` of `run` to `value`. `Ok(false)`: `key` is not a check option.
-pub fn set(run: &mut RunOptions, key: &str, value: Value<'_>) -> Result<bool, String> {
-    let Some(wants_text) = takes_value(key) else {
-        return Ok(false);
+/// Set `spec`'s option of `run` from text (`None`: a flag given bare, on).
+pub fn set_text(run: &mut RunOptions, spec: &Spec, text: Option<&str>) -> Result<(), String> {
+    let text = match (text, takes_value(spec)) {
+        (Some(t), _) => t,
+        (None, false) => "true",
+        (None, true) => return Err(format!("{}: needs a value", spec.key)),
     };
-    let on = match value {
-        Value::Flag(on) if !wants_text => on,
-        Value::Text(t) if !wants_text => match t {
-            "" | "1" | "true" | "yes" | "on" => true,
-            "0" | "false" | "no" | "off" => false,
-            _ => return Err(format!("{key}: {t:?} is not true or false")),
-        },
-        Value::Flag(_) => return Err(format!("{key}: needs a value")),
-        Value::Text(_) => false,
-    };
-    let text = match value {
-        Value::Text(t) => t,
-        Value::Flag(_) => "",
-    };
-    let number = |what: &str| -> Result<u64, String> {
-        text.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("{key}: {text:?} is not {what}"))
-    };
-    let list = || text.split(',').map(|r| r.trim().to_owned());
-    match key {
-        "deep" => run.deep = on,
-        "sha256" => run.sha256 = on,
-        "deny-nonfinite" => run.deny_nonfinite = on,
-        "deny-warnings" => run.deny_warnings = on,
-        "refusals-are-errors" => run.refusals_are_errors = on,
-        "profile" => {
-            run.profile = match text {
-                "strict" => Profile::Strict,
-                "reference" => Profile::Reference,
-                "portable" => Profile::Portable,
-                _ => return Err(format!("profile: {text:?} is not strict or portable")),
-            }
-        }
-        "deny" => run.deny.extend(list().filter(|r| !r.is_empty())),
-        "allow" => run.allow.extend(list().filter(|r| !r.is_empty())),
-        "portable-to" => run.portable_to = Some(list().collect()),
-        "max-header-size" => run.max_header_size = Some(number("a number of bytes")?),
-        "max-warnings-per-rule" => {
-            let n = number("a positive integer")?;
-            run.max_warnings_per_rule = Some(usize::try_from(n).unwrap_or(usize::MAX));
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
+    run.set_text(spec.opt, text).map_err(|e| e.0)
+}
+
+/// Set `spec`'s option of `run` from a typed value (a configuration file's).
+pub fn set(run: &mut RunOptions, spec: &Spec, value: Value) -> Result<(), String> {
+    run.set(spec.opt, value).map_err(|e| e.0)
 }
 
 /// What the service cannot do with options that resolve: the reference crate's verdict needs

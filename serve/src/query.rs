@@ -1,12 +1,12 @@
 //! The query of `POST /v1/check` as a pure function (for the service and for fuzz targets):
-//! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected-sha256=HEX`, the check
-//! options by their command-line names ([`crate::options`]) on top of the service's own, and
-//! `expected-sha256`, the digest the file must have (`INTEGRITY-SHA256` otherwise; implies
-//! `sha256`). Names may be written with `_` for `-`.
+//! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected-sha256=HEX`: the check
+//! options by the service's keys of the gate's option table ([`crate::options`]; a flag bare
+//! or `=true`/`=false`) on top of the service's own, and `expected-sha256`, the digest the
+//! file must have (`INTEGRITY-SHA256` otherwise; implies `sha256`). `_` may stand for `-`.
 
-use stcheck_gate::options::RunOptions;
+use stcheck_gate::options::{Face, RunOptions};
 
-use crate::options::{self, Value};
+use crate::options;
 
 /// The longest query accepted, in bytes.
 pub const MAX_QUERY_LEN: usize = 8192;
@@ -30,13 +30,14 @@ pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
         options: base.clone(),
         expected_sha256: None,
     };
+    // Messages name the options as a query writes them.
+    out.options.face = Face::Service;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = match pair.split_once('=') {
             Some((k, v)) => (decode(k)?, Some(decode(v)?)),
             None => (decode(pair)?, None),
         };
-        let key = key.replace('_', "-");
-        if key == "expected-sha256" {
+        if key.replace('_', "-") == "expected-sha256" {
             let v = value.unwrap_or_default();
             let hex = v.trim().to_ascii_lowercase();
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -46,13 +47,9 @@ pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
             out.options.sha256 = true;
             continue;
         }
-        let value = match &value {
-            Some(v) => Value::Text(v),
-            None => Value::Flag(true),
-        };
-        if !options::set(&mut out.options, &key, value)? {
-            return Err(format!("no option {key:?}"));
-        }
+        let spec =
+            options::find(Face::Service, &key).ok_or_else(|| format!("no option {key:?}"))?;
+        options::set_text(&mut out.options, spec, value.as_deref())?;
     }
     Ok(out)
 }
@@ -91,7 +88,7 @@ mod tests {
         let mut base = RunOptions::default();
         base.deny.push("NAME-PATH".into());
         let q = parse_query(
-            "profile=portable&deep&deny=LAYOUT-ALIGN%2CLAYOUT-GAP&deny_warnings=0",
+            "profile=portable&deep&deny=LAYOUT-ALIGN%2CLAYOUT-GAP&deny-warnings=false",
             &base,
         )
         .expect("parses");
@@ -115,6 +112,9 @@ mod tests {
             "expected-sha256=abc",
             "deny=%zz",
             "deny=%ff",
+            "deep=1",
+            "follow_links",
+            "timeout=5",
         ] {
             assert!(parse_query(bad, &base).is_err(), "{bad}");
         }

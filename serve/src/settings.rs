@@ -1,6 +1,6 @@
 //! The service's settings: where it listens, its limits (named as clamd names them), who may
 //! call it, and the check options, from a TOML file (`--config FILE`) and the command line
-//! (which wins), both through one table of keys ([`Settings::set`]).
+//! (which wins), both through one table of keys ([`Settings::set_text`]).
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use stcheck_gate::options::RunOptions;
 
-use crate::options::{self, Value};
+use stcheck_gate::options::{Face, Value};
+
+use crate::options;
 
 /// The service's limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,12 +117,29 @@ Limits:
   --grace SECONDS          after SIGTERM, time for streams in flight (default 30)
   --log-json               verdict log lines as JSON
 
-Check options (as stcheck's): --profile strict|portable, --deep, --sha256, --deny-nonfinite,
-  --deny RULE[,RULE], --allow RULE[,RULE], --deny-warnings, --portable-to READERS,
-  --refusals-are-errors, --max-header-size BYTES, --max-warnings-per-rule N
-
-See docs/serve.md.
 ";
+
+/// `stcheck serve --help`: [`HELP`], then the check options of the gate's table that a stream
+/// can use, with their one-line documentation.
+pub fn help() -> String {
+    let mut out = HELP.trim_end().to_owned();
+    out.push('\n');
+    out.push_str(
+        "\nCheck options (as stcheck's; in a config file and an HTTP query by their keys):\n",
+    );
+    for spec in stcheck_gate::options::OPTIONS {
+        let Some(flag) = spec.cli.filter(|f| options::find(Face::Cli, f).is_some()) else {
+            continue;
+        };
+        let name = match spec.value {
+            "" => flag.to_owned(),
+            v => format!("{flag} {v}"),
+        };
+        out.push_str(&format!("  {name:<26} {} ({})\n", spec.doc, spec.key));
+    }
+    out.push_str("\nSee docs/serve.md.\n");
+    out
+}
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -178,31 +197,45 @@ impl Settings {
                 .map_err(|e| format!("--config {}: {e}", path.display()))?;
         }
         for (key, value) in &pairs {
-            let value = match value {
-                Some(v) => Value::Text(v),
-                None => Value::Flag(true),
-            };
-            settings.set(key, value).map_err(|e| format!("--{e}"))?;
+            settings
+                .set_text(key, value.as_deref())
+                .map_err(|e| format!("--{e}"))?;
         }
         Ok(Parsed::Run(Box::new(settings)))
     }
 
-    /// The keys of a TOML configuration, set in the file's order.
+    /// The keys of a TOML configuration, set in the file's order: the service's own (`http`,
+    /// `max-stream`) and the check options by their service keys (`deep`, `deny`), `-` and
+    /// `_` alike.
     pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
         let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
         for (key, value) in &table {
+            if own_key(key).is_some() {
+                let text = match value {
+                    toml::Value::Boolean(b) => b.to_string(),
+                    toml::Value::Integer(n) => n.to_string(),
+                    toml::Value::Float(x) => x.to_string(),
+                    toml::Value::String(s) => s.clone(),
+                    _ => return Err(format!("{key}: not a value this key takes")),
+                };
+                self.set_text(key, Some(&text))?;
+                continue;
+            }
+            let spec = options::find(Face::Service, key)
+                .ok_or_else(|| format!("{key}: no such option"))?;
+            let run = &mut self.options;
             match value {
-                toml::Value::Boolean(b) => self.set(key, Value::Flag(*b))?,
-                toml::Value::Integer(n) => self.set(key, Value::Text(&n.to_string()))?,
-                toml::Value::Float(x) => self.set(key, Value::Text(&x.to_string()))?,
-                toml::Value::String(s) => self.set(key, Value::Text(s))?,
+                toml::Value::String(s) => options::set_text(run, spec, Some(s))?,
+                toml::Value::Boolean(b) => options::set(run, spec, Value::Bool(*b))?,
+                toml::Value::Integer(n) => options::set(run, spec, Value::Int(i128::from(*n)))?,
+                toml::Value::Float(x) => options::set(run, spec, Value::Float(*x))?,
                 toml::Value::Array(items) => {
-                    for item in items {
-                        match item {
-                            toml::Value::String(s) => self.set(key, Value::Text(s))?,
-                            _ => return Err(format!("{key}: a list of strings is expected")),
-                        }
-                    }
+                    let list = items
+                        .iter()
+                        .map(|i| i.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<String>>>()
+                        .ok_or_else(|| format!("{key}: a list of strings is expected"))?;
+                    options::set(run, spec, Value::List(list))?
                 }
                 _ => return Err(format!("{key}: not a value this key takes")),
             }
@@ -210,13 +243,21 @@ impl Settings {
         Ok(())
     }
 
-    /// Set `key` (a flag's name without `--`) to `value`.
-    pub fn set(&mut self, key: &str, value: Value<'_>) -> Result<(), String> {
-        let text = match value {
-            Value::Text(t) => t,
-            Value::Flag(_) => "",
+    /// Set the option `key` (a flag's name without `--`) from its text (`None`: a flag given
+    /// bare, or `true`/`false` from a file).
+    pub fn set_text(&mut self, key: &str, text: Option<&str>) -> Result<(), String> {
+        let Some(own) = own_key(key) else {
+            let spec = options::find(Face::Cli, &format!("--{key}"))
+                .or_else(|| options::find(Face::Service, key))
+                .ok_or_else(|| format!("{key}: no such option"))?;
+            return options::set_text(&mut self.options, spec, text);
         };
-        let on = matches!(value, Value::Flag(true));
+        let text = text.unwrap_or("true");
+        let flag = || match text {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(format!("{key}: {text:?} is not true or false")),
+        };
         let l = &mut self.limits;
         let addr = |t: &str| -> Result<Option<SocketAddr>, String> {
             if t == "off" {
@@ -241,13 +282,13 @@ impl Settings {
                 .map(Duration::from_secs_f64)
                 .ok_or_else(|| format!("{key}: {t:?} is not a number of seconds above 0"))
         };
-        match key {
+        match own {
             "clamd" => self.clamd = addr(text)?,
             "clamd-socket" => self.clamd_socket = Some(PathBuf::from(text)),
             "http" => self.http = addr(text)?,
             "token-file" => self.token_file = Some(PathBuf::from(text)),
-            "clamd-allow-remote" => self.clamd_allow_remote = on,
-            "log-json" => self.log_json = on,
+            "clamd-allow-remote" => self.clamd_allow_remote = flag()?,
+            "log-json" => self.log_json = flag()?,
             "max-stream" => l.max_stream = bytes(text).map_err(|e| format!("{key}: {e}"))?,
             "workers" => l.workers = count(text)?,
             "queue" => {
@@ -261,26 +302,45 @@ impl Settings {
             "command-timeout" => l.command_timeout = seconds(text)?,
             "idle-timeout" => l.idle_timeout = seconds(text)?,
             "stream-deadline" => l.stream_deadline = seconds(text)?,
-            "grace" => l.grace = seconds(text)?,
-            _ => {
-                if !options::set(&mut self.options, key, value)? {
-                    return Err(format!("{key}: no such option"));
-                }
-            }
+            _ => l.grace = seconds(text)?,
         }
         Ok(())
     }
 }
 
-/// Whether the service's option `key` takes a value; `None`: no such option.
+/// The service's own options (not run options): whether each takes a value, by its name
+/// (`_` for `-` alike).
+const OWN: &[(&str, bool)] = &[
+    ("clamd", true),
+    ("clamd-socket", true),
+    ("http", true),
+    ("token-file", true),
+    ("config", true),
+    ("max-stream", true),
+    ("workers", true),
+    ("queue", true),
+    ("max-connections", true),
+    ("read-timeout", true),
+    ("command-timeout", true),
+    ("idle-timeout", true),
+    ("stream-deadline", true),
+    ("grace", true),
+    ("clamd-allow-remote", false),
+    ("log-json", false),
+];
+
+/// The service's own option `key` names, as spelled in [`OWN`].
+fn own_key(key: &str) -> Option<&'static str> {
+    let key = key.replace('_', "-");
+    OWN.iter().find(|(k, _)| *k == key).map(|(k, _)| *k)
+}
+
+/// Whether the flag `--key` takes a value; `None`: no such option.
 fn takes_value(key: &str) -> Option<bool> {
-    match key {
-        "clamd" | "clamd-socket" | "http" | "token-file" | "config" | "max-stream" | "workers"
-        | "queue" | "max-connections" | "read-timeout" | "command-timeout" | "idle-timeout"
-        | "stream-deadline" | "grace" => Some(true),
-        "clamd-allow-remote" | "log-json" => Some(false),
-        _ => options::takes_value(key),
+    if let Some(own) = own_key(key) {
+        return OWN.iter().find(|(k, _)| *k == own).map(|(_, v)| *v);
     }
+    options::find(Face::Cli, &format!("--{key}")).map(options::takes_value)
 }
 
 /// A number of bytes, with an optional binary suffix (`64G` is 64 GiB).
@@ -316,11 +376,15 @@ mod tests {
     #[test]
     fn flags_over_the_file() {
         let mut s = Settings::default();
-        s.apply_toml("max-stream = \"1G\"\nworkers = 3\ndeny = [\"LAYOUT-ALIGN\"]\ndeep = true\n")
-            .expect("toml");
+        s.apply_toml(
+            "max-stream = \"1G\"\nworkers = 3\ndeny = [\"LAYOUT-ALIGN\"]\ndeep = true\n\
+             deny_nonfinite = true\nmax_warnings_per_rule = 5\n",
+        )
+        .expect("toml");
         assert_eq!(s.limits.max_stream, 1 << 30);
         assert_eq!(s.limits.workers, 3);
-        assert!(s.options.deep);
+        assert!(s.options.deep && s.options.deny_nonfinite);
+        assert_eq!(s.options.max_warnings_per_rule, Some(5));
         assert_eq!(s.options.deny, ["LAYOUT-ALIGN"]);
         let s = parse(&[
             "--http",
@@ -339,6 +403,8 @@ mod tests {
             &["model.safetensors"],
             &["--deep=1"],
             &["--http"],
+            &["--follow-links"],
+            &["--profile", "lax"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

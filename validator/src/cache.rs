@@ -4,10 +4,10 @@
 //! is reading a cold file, and the pages of every block from there on are dropped once it is
 //! scanned (`posix_fadvise(DONTNEED)`, in 2 MiB-aligned steps: the kernel keeps a folio a range
 //! covers in part): the kernel's readahead brings the next blocks in before they are asked for,
-//! so they look cached though this scan read them. A file already in the cache stays there. The region is
-//! read with `posix_fadvise(SEQUENTIAL)`, so the kernel reads ahead of the scan (further than
-//! by default) while the block before is scanned. Elsewhere than on Linux, blocks are read
-//! plainly and nothing is dropped.
+//! so they look cached though this scan read them. A file already in the cache stays there.
+//! The region is read with `posix_fadvise(SEQUENTIAL)`, so the kernel reads ahead of the scan
+//! (further than by default) while the block before is scanned. Elsewhere than on Linux, blocks
+//! are read plainly and nothing is dropped.
 
 use std::fs::File;
 use std::io;
@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn blocks_read_are_the_files_bytes_and_a_file_just_read_is_not_cold() {
         let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let mut file = crate::source::temp_file().expect("temp file");
+        let mut file = crate::mmap::temp_file().expect("temp file");
         file.write_all(&bytes).expect("write");
         file.sync_all().expect("sync");
         let mut buf = vec![0u8; 128 * 1024];

@@ -223,8 +223,8 @@ impl<'a> Checker<'a> {
     /// [`crate::reference::MAX_MEMBERS`], a length never declared) is a [`crate::ReadError`],
     /// never the strict verdict in its place.
     pub fn try_finish(self) -> Result<Checked<'a>, crate::ReadError> {
-        let wants = self.0.config.reference;
-        require_reference(self.0.finish(), wants)
+        let (wanted, names) = (self.0.config.reference, self.0.config.names);
+        require_reference_named(self.0.finish(), wanted, names)
     }
 
     /// In the header stage of a checker of known length ([`Checker::with_len`], so the header
@@ -674,19 +674,43 @@ pub fn check_header_bytes<'a>(header: &'a [u8], config: &Config) -> Result<Repor
 /// A check asked for the reference verdict must give it: a source that could not run the
 /// crate (a sparse temporary file that could not be made, a header the checker did not read)
 /// has not checked the file, rather than giving the strict verdict in its place.
-pub(crate) fn require_reference(
+pub(crate) fn require_reference<'c>(
+    checked: Checked<'c>,
+    config: &Config,
+) -> Result<Checked<'c>, ReadError> {
+    require_reference_named(checked, config.reference, config.names)
+}
+
+/// The file is not checked: the reference verdict asked for is refused, for `why`.
+pub(crate) fn reference_refused(why: &str, names: crate::OptionNames) -> ReadError {
+    ReadError::new(
+        ReadErrorKind::TooLarge,
+        format!(
+            "{why}; check it without {} and {}",
+            names.compare_reference, names.reference_profile
+        ),
+    )
+}
+
+/// [`require_reference`] with what it needs of the configuration: whether the reference
+/// verdict is wanted, and the names of the options its messages mention.
+fn require_reference_named(
     checked: Checked<'_>,
     wanted: bool,
+    names: crate::OptionNames,
 ) -> Result<Checked<'_>, ReadError> {
     if let (true, Some(why)) = (wanted, &checked.reference_refused) {
-        return Err(ReadError::new(ReadErrorKind::TooLarge, why.clone()));
+        return Err(reference_refused(why, names));
     }
     if wanted && checked.reference.is_none() {
         return Err(ReadError::new(
             ReadErrorKind::Io,
-            "the reference verdict could not be computed: the reference crate could not be \
-             run on the file's header (a temporary file could not be made, or the header is \
-             above --max-header-size but within the reference's limit)",
+            format!(
+                "the reference verdict could not be computed: the reference crate could not \
+                 be run on the file's header (a temporary file could not be made, or the \
+                 header is above {} but within the reference's limit)",
+                names.max_header_size
+            ),
         ));
     }
     Ok(checked)

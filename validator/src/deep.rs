@@ -1,10 +1,10 @@
 //! Deep scan of tensor data (`--deep`): BOOL bytes, non-finite counts, SHA-256, polyglots.
 //!
 //! The scan reads every tensor's bytes once, in file order. Each dtype has a kernel that first
-//! ORs a branch-free "is this element special?" mark over a block of [`BLOCK`] bytes (which
+//! ORs a branch-free "is this element special?" mark over a block of 4 KiB (which
 //! the compiler vectorises); only a block whose mark is set is classified element by element,
 //! while it is still in L1, to count NaN, +Inf and -Inf and find the first one's offset. With
-//! [`Config::sha256`] the file is hashed in chunks of [`CHUNK`] bytes, each chunk scanned
+//! [`Config::sha256`] the file is hashed in chunks of 256 KiB, each chunk scanned
 //! right after it is hashed, so the data is read from memory once.
 //!
 //! What counts as non-finite, per dtype:

@@ -25,7 +25,7 @@
 //! would be, with the same [`Config`] (deep scan, hash, deny flags); its [`Checked`] result is
 //! handed to the caller as it comes (to print it) and only a summary is kept, so checking a
 //! set holds one shard's report at a time. The checker reads shards only through a
-//! [`ShardSource`], so it runs the same over a directory ([`FsSource`]), bytes in memory
+//! [`ShardSource`], so it runs the same over a directory (the gate's `FsSource`), bytes in memory
 //! ([`MemorySource`], for tests and fuzzing) or a remote server. It never panics, whatever the
 //! index bytes and the shards hold. Every finding names the rule, the shard and the tensor
 //! where they apply, and a byte offset into the index (or, for findings about a shard's own

@@ -53,6 +53,7 @@ pub mod internal;
 mod json;
 pub mod limits;
 mod magic;
+mod mmap;
 mod names;
 pub mod portable;
 mod profile;
@@ -69,16 +70,17 @@ pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
-pub use limits::Config;
+pub use limits::{Config, OptionNames};
 pub use magic::format_of;
+pub use mmap::{map, Mapped};
 pub use names::escape;
 pub use profile::Profile;
 pub use progress::Progress;
 pub use report::{DtypeTotal, Report, TensorInfo};
 pub use rules::{Kind, Rule, Severity};
 pub use source::{
-    check_file, check_file_with, check_opened, check_reader, check_reader_with, map, read_head,
-    FileStamp, Mapped, ReadMode,
+    check_file, check_file_with, check_opened, check_reader, check_reader_with, read_head,
+    FileStamp, ReadMode,
 };
 
 /// Validate a whole file held in memory (or memory-mapped) under `config`.

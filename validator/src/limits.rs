@@ -61,8 +61,8 @@ pub struct Config {
     /// `sha256`, one of them hashes while the others scan. Results are identical to the
     /// single-threaded scan. Read and streamed input is scanned on one thread. Default: 0.
     pub threads: usize,
-    /// The smallest share of the data region worth a thread of its own; 0 means
-    /// [`crate::deep::DEFAULT_MIN_BYTES_PER_THREAD`]. Default: 0.
+    /// The smallest share of the data region worth a thread of its own; 0 means the built-in
+    /// 4 MiB. Default: 0.
     pub min_bytes_per_thread: u64,
     /// How many warnings of each rule a report keeps (the first ones in file order; the
     /// count of all is kept). Default: [`DEFAULT_MAX_WARNINGS_PER_RULE`].
@@ -82,6 +82,33 @@ pub struct Config {
     /// Warning rules not reported at all (`--allow RULE`); an error rule here has no effect.
     /// Default: none.
     pub allow: Vec<crate::Rule>,
+    /// How the caller's users write the options a message asks them to change. Default: the
+    /// command line's flags.
+    pub names: OptionNames,
+}
+
+/// How the options a message of the core asks to change are written on the caller's face
+/// (`--compare-reference`, `compare_reference=True`, ...). The gate fills them for its face
+/// (`stcheck_gate::options::Face`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OptionNames {
+    /// The largest header length: `--max-header-size`.
+    pub max_header_size: &'static str,
+    /// The reference verdict beside the strict one: `--compare-reference`.
+    pub compare_reference: &'static str,
+    /// The reference profile chosen: `--profile reference`.
+    pub reference_profile: &'static str,
+}
+
+impl Default for OptionNames {
+    fn default() -> Self {
+        OptionNames {
+            max_header_size: "--max-header-size",
+            compare_reference: "--compare-reference",
+            reference_profile: "--profile reference",
+        }
+    }
 }
 
 impl Default for Config {
@@ -99,6 +126,7 @@ impl Default for Config {
             portable: None,
             deny: Vec::new(),
             allow: Vec::new(),
+            names: OptionNames::default(),
         }
     }
 }

@@ -5,7 +5,7 @@
 /// file read through a pipe.
 ///
 /// [`Progress::advance`] is called with the number of bytes newly done; by the time the check
-/// returns, the counts add up to [`Checked::bytes_read`]. A mapped file's deep scan calls it
+/// returns, the counts add up to [`Checked::bytes_read`](crate::Checked::bytes_read). A mapped file's deep scan calls it
 /// every [`crate::deep::PROGRESS_STEP`] bytes, from the scanning threads (hence `Sync`); a
 /// read or streamed file after each buffer; a check that does not read the data, once for
 /// the header and once for the rest. The hook must be cheap and must not block: it runs on

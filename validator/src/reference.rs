@@ -83,8 +83,7 @@ fn admit_parts(parts: &[&[u8]]) -> Result<(), String> {
         return Err(format!(
             "the reference verdict is not computed for a header of more than {MAX_MEMBERS} JSON \
              members (this one has {members}): the reference crate's own maps would take about \
-             {} MiB, past the memory bound; check it without --compare-reference and \
-             --profile reference",
+             {} MiB, past the memory bound",
             members.saturating_mul(256) >> 20
         ));
     }
@@ -168,12 +167,12 @@ fn run_on_head(head: &[&[u8]], len: u64) -> Option<Verdict> {
     } else if have < len.min(8) {
         return None;
     }
-    let mut file = crate::source::temp_file().ok()?;
+    let mut file = crate::mmap::temp_file().ok()?;
     for part in head {
         std::io::Write::write_all(&mut file, part).ok()?;
     }
     file.set_len(len).ok()?;
-    let map = crate::source::map(&file).ok()?;
+    let map = crate::mmap::map(&file).ok()?;
     (map.len() as u64 == len).then(|| verdict(&map))
 }
 

@@ -13,6 +13,7 @@ use crate::check::{require_reference, Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::frame::LENGTH_FIELD;
 use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
+use crate::mmap::map;
 use crate::progress::{no_progress, Progress};
 
 /// How a file's bytes are obtained.
@@ -45,35 +46,6 @@ impl ReadMode {
             ReadMode::Stream => "stream",
         }
     }
-}
-
-/// A read-only memory map of a file (see [`map`]); derefs to the file's bytes.
-#[derive(Debug)]
-pub struct Mapped(memmap2::Mmap);
-
-impl std::ops::Deref for Mapped {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-/// A read-only memory map of `file`: the crate's one use of `unsafe`.
-pub fn map(file: &File) -> io::Result<Mapped> {
-    // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change under us: the map
-    // shows the file itself, not a copy. The map is read-only and private to this process,
-    // and the validator only reads it, so it can never corrupt the file. But if another
-    // process writes the file while it is mapped, the bytes we validate can change between
-    // two reads of the same offset (the header we checked is not the header we report on),
-    // and if it truncates the file, touching a page past the new end raises SIGBUS and
-    // kills this process. Nothing here is undefined behaviour in practice for a file that
-    // nobody else modifies, which is the normal case of a finished upload or a model
-    // directory. For files others can still write, `ReadMode::Read` and `ReadMode::Stream`
-    // read the bytes into our own memory with read(2): a concurrent writer can then only make
-    // us validate a torn snapshot, never crash us or change bytes after they were checked.
-    #[allow(unsafe_code)]
-    let map = unsafe { memmap2::Mmap::map(file)? };
-    Ok(Mapped(map))
 }
 
 /// Read until `buf` is full or the reader ends; the bytes read. Retries on `Interrupted`.
@@ -126,8 +98,8 @@ fn pump<'a, R: Read + ?Sized>(
     Ok(checked)
 }
 
-/// Check an open regular file (see [`crate::fs::open_regular`] to open one without blocking on
-/// special files), reading it as `mode` says. `f` gets the result while the bytes it borrows
+/// Check an open regular file (the gate's `stcheck_gate::fs::open_regular` opens one without
+/// blocking on special files), reading it as `mode` says. `f` gets the result while the bytes it borrows
 /// are still mapped.
 ///
 /// A file that changes while it is checked (another process truncates, extends or rewrites
@@ -176,12 +148,12 @@ pub fn check_opened<T>(
             }
             let checked = Checker::check_slice_with(config, &bytes, progress);
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Read => {
             let checked = read_at(file, config, len, progress)?;
             opened.unchanged(file)?;
-            Ok(f(require_reference(checked, config.reference)?))
+            Ok(f(require_reference(checked, config)?))
         }
         ReadMode::Stream => {
             let checked = stream(&mut &*file, config, Some(len), progress)?;
@@ -512,7 +484,7 @@ fn stream<R: Read + ?Sized>(
     // A header too large for the reference crate: the check would end not checked whatever
     // the rest holds, so it ends now (nothing more is read or held).
     if let Err(why) = crate::reference::admit(head.get(LENGTH_FIELD..).unwrap_or(&[])) {
-        return Err(ReadError::new(ReadErrorKind::TooLarge, why));
+        return Err(crate::check::reference_refused(&why, config.names));
     }
     let decisive = decisive_len(&head, n, config);
     // The strict check, fed the bytes read so far and then the rest of the stream.
@@ -553,7 +525,7 @@ fn stream<R: Read + ?Sized>(
     if went_on {
         checked.file_len = None;
     }
-    require_reference(checked, config.reference)
+    require_reference(checked, config)
 }
 
 /// A reader that counts the bytes it gave and remembers that it ended.
@@ -600,33 +572,4 @@ fn decisive_len(head: &[u8], n: u64, config: &Config) -> u64 {
         .max(reference)
         .max(sniff)
         .saturating_add(1)
-}
-
-/// A new temporary file, unlinked at once so nothing is left behind.
-pub(crate) fn temp_file() -> Result<File, ReadError> {
-    let dir = std::env::temp_dir();
-    let mut file = None;
-    for attempt in 0..16u32 {
-        let name = format!(
-            ".stcheck-spill-{}-{}-{attempt}",
-            std::process::id(),
-            crate::json::random_u64()
-        );
-        let path = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => {
-                let _ = std::fs::remove_file(&path);
-                file = Some(f);
-                break;
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(ReadError::io(e).with_path(&path)),
-        }
-    }
-    file.ok_or_else(|| ReadError::new(ReadErrorKind::Io, "could not create a temporary file"))
 }

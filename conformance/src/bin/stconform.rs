@@ -46,6 +46,8 @@ Options of stconform:
   --startup-timeout SECONDS
                          persistent mode: extra time for a process's first case (default: 60)
   --index                the adapter has an index mode: also run the sharded-set cases
+  --dedicated-refusal    the adapter refuses with exit 65 only: exit 1 (what an uncaught
+                         exception exits with in Python, Node and others) is a CRASH
   --judge strict|reference|portable
                          judge against the strict verdicts (default), the reference crate's,
                          or the portable profile's (SPEC.md)";
@@ -67,6 +69,7 @@ struct Reader {
     tasks: Option<PathBuf>,
     deep: bool,
     persistent: bool,
+    dedicated_refusal: bool,
     index: bool,
     startup: Option<f64>,
     large: Option<PathBuf>,
@@ -83,6 +86,7 @@ impl Own for Reader {
             "--tasks" => self.tasks = Some(c.value(arg)?.into()),
             "--deep" => self.deep = true,
             "--persistent" => self.persistent = true,
+            "--dedicated-refusal" => self.dedicated_refusal = true,
             "--index" => self.index = true,
             "--startup-timeout" => self.startup = Some(c.seconds(arg, false)?),
             "--large" => self.large = Some(c.value(arg)?.into()),
@@ -274,12 +278,17 @@ fn run_adapter(args: Args) -> ExitCode {
             Err(e) => return TOOL.fail(format!("{}: {e}", dir.display())),
         }
     }
-    let (mut deep, mut persistent, mut index) =
-        (args.own.deep, args.own.persistent, args.own.index);
+    let (mut deep, mut persistent, mut index, mut dedicated_refusal) = (
+        args.own.deep,
+        args.own.persistent,
+        args.own.index,
+        args.own.dedicated_refusal,
+    );
     let mut judge = args.own.judge.unwrap_or_default();
     if let Some(b) = &adapter.builtin {
         deep |= b.deep;
         persistent |= b.persistent;
+        dedicated_refusal |= b.dedicated_refusal;
         index |= b.index;
         if args.own.judge.is_none() {
             judge = b.judge;
@@ -296,6 +305,7 @@ fn run_adapter(args: Args) -> ExitCode {
         judge,
         persistent,
         index,
+        dedicated_refusal,
         startup: args
             .own
             .startup

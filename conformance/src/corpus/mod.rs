@@ -26,7 +26,7 @@ pub const MANIFEST_VERSION: &str = "3";
 /// The corpus release: bumped with every change of the files, with an entry in
 /// `corpus/CHANGELOG.md` (major: a verdict changed or a case was removed or renamed; minor:
 /// cases or tasks added; patch: descriptions and documents only).
-pub const CORPUS_VERSION: &str = "1.0.0";
+pub const CORPUS_VERSION: &str = "1.1.0";
 
 /// The directories that hold case files, one per verdict.
 pub const CASE_DIRS: &[&str] = &["valid", "invalid", "malformed", "implementation-defined"];
@@ -288,9 +288,31 @@ pub fn case_entry(r: &Recipe, bytes: &[u8]) -> Result<Case, String> {
     })
 }
 
+/// Rules an honest reader may name first for a fault whose first rule is another, whatever
+/// the case: (first rule, the other rules, why). Documented in `PROTOCOL.md` (*Reasons*).
+pub const HONEST_ALTERNATES: &[(&str, &[&str], &str)] = &[
+    (
+        "SIZE-OVERFLOW",
+        &["SIZE-MISMATCH"],
+        "a reader with unbounded integers (Python) computes the true byte size, which cannot \
+         overflow, and finds it differs from the offsets",
+    ),
+    (
+        "DATA-TRAILING",
+        &["LAYOUT-GAP"],
+        "bytes after the last tensor are bytes no tensor covers",
+    ),
+    (
+        "FRAME-EMPTY-HEADER",
+        &["JSON-SYNTAX"],
+        "an empty header is not JSON",
+    ),
+];
+
 /// The rules a correct reader may name when it rejects a rejected case's file: its first rule,
-/// the recipe's `also:`, and, for a file of another format (`FRAME-NOT-SAFETENSORS`), what
-/// its frame shows a reader that does not recognise other formats ([`plain_frame_rules`]).
+/// the recipe's `also:`, the [`HONEST_ALTERNATES`] of its first rule, and, for a file of
+/// another format (`FRAME-NOT-SAFETENSORS`), what its frame shows a reader that does not
+/// recognise other formats ([`plain_frame_rules`]).
 pub fn acceptable_rules(r: &Recipe, bytes: &[u8]) -> Option<Vec<String>> {
     if r.verdict != Verdict::Reject {
         return None;
@@ -302,7 +324,11 @@ pub fn acceptable_rules(r: &Recipe, bytes: &[u8]) -> Option<Vec<String>> {
     } else {
         Vec::new()
     };
-    for rule in r.also.iter().map(String::as_str).chain(plain) {
+    let honest = HONEST_ALTERNATES
+        .iter()
+        .filter(|(rule, ..)| rule == first)
+        .flat_map(|(_, other, _)| other.iter().copied());
+    for rule in r.also.iter().map(String::as_str).chain(honest).chain(plain) {
         if !out.iter().any(|x| x == rule) {
             out.push(rule.to_owned());
         }

@@ -43,6 +43,9 @@ pub struct AdapterConfig {
     /// It has an index mode: the sharded-set cases are run too.
     #[serde(default)]
     pub index: bool,
+    /// It refuses with exit 65 only; exit 1 is a crash (`--dedicated-refusal`).
+    #[serde(default)]
+    pub dedicated_refusal: bool,
     /// What it is judged against.
     #[serde(default)]
     pub judge: Judge,

@@ -68,6 +68,10 @@ pub enum Answer {
     TimedOut,
 }
 
+/// The detail of a pass on an accepted file whose adapter reported no content
+/// (`"tensors": null`): judged on the verdict alone, counted apart.
+pub const VERDICT_ONLY: &str = "verdict only: no content reported";
+
 /// Rules only a scan of the data region can find; header-only readers never report them.
 pub const DEEP_RULES: &[&str] = &["DATA-BOOL", "DATA-NONFINITE", "DATA-POLYGLOT"];
 
@@ -176,6 +180,7 @@ pub fn classify(exp: &Expectation<'_>, answer: &Answer) -> (Outcome, String) {
                 .and_then(protocol::parse_value)
             {
                 Err(e) => (Outcome::WrongContent, e),
+                Ok(reported) if reported.verdict_only => (Outcome::Pass, VERDICT_ONLY.to_owned()),
                 Ok(reported) => match compare(exp, &reported) {
                     Ok(()) => (Outcome::Pass, String::new()),
                     Err(e) => (Outcome::WrongContent, e),
@@ -223,102 +228,129 @@ fn show(s: &str) -> String {
     }
 }
 
+/// At most this many differences of a `WRONG_CONTENT` are spelled out; the rest are counted.
+pub const DIFFERENCES_SHOWN: usize = 20;
+
 /// Compare what the adapter reported with the expectation; only the fields it reported.
+/// Every difference is listed (`; `-separated, the first [`DIFFERENCES_SHOWN`] spelled out).
 pub fn compare(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String> {
+    let mut diffs: Vec<String> = Vec::new();
     if let Some(content) = exp.content {
-        let mut by_name: BTreeMap<&str, &protocol::ReportedTensor> = BTreeMap::new();
-        for t in &reported.tensors {
-            if by_name.insert(t.name.as_str(), t).is_some() {
-                return Err(format!("reports tensor {} twice", show(&t.name)));
-            }
+        content_differences(content, reported, &mut diffs);
+    }
+    if let Err(e) = compare_warnings(exp, reported) {
+        diffs.push(e);
+    }
+    if diffs.is_empty() {
+        return Ok(());
+    }
+    let more = diffs.len().saturating_sub(DIFFERENCES_SHOWN);
+    diffs.truncate(DIFFERENCES_SHOWN);
+    let mut text = diffs.join("; ");
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    Err(text)
+}
+
+/// Every way the reported tensors and metadata differ from the manifest's.
+fn content_differences(
+    content: &super::manifest::Expected,
+    reported: &Reported,
+    diffs: &mut Vec<String>,
+) {
+    let mut by_name: BTreeMap<&str, &protocol::ReportedTensor> = BTreeMap::new();
+    for t in &reported.tensors {
+        if by_name.insert(t.name.as_str(), t).is_some() {
+            diffs.push(format!("reports tensor {} twice", show(&t.name)));
         }
-        let listed = content.tensors.len().to_string();
-        let count = content.tensor_count.as_deref().unwrap_or(&listed);
-        if count != listed {
-            // Too many tensors to list in the manifest: compare the count only.
-            if by_name.len().to_string() != count {
-                return Err(format!(
-                    "reports {} tensors (expected {count})",
-                    by_name.len()
-                ));
-            }
-            return compare_warnings(exp, reported);
-        }
-        let mut wanted = BTreeSet::new();
-        for e in &content.tensors {
-            wanted.insert(e.name.as_str());
-            let Some(r) = by_name.get(e.name.as_str()) else {
-                return Err(format!("tensor {} is missing", show(&e.name)));
-            };
-            let name = show(&e.name);
-            if r.dtype != e.dtype {
-                return Err(format!(
-                    "tensor {name}: dtype {} (expected {})",
-                    show(&r.dtype),
-                    e.dtype
-                ));
-            }
-            if r.shape != e.shape {
-                return Err(format!(
-                    "tensor {name}: shape [{}] (expected [{}])",
-                    r.shape.join(", "),
-                    e.shape.join(", ")
-                ));
-            }
-            if let (Some(r_off), Some(e_off)) = (&r.data_offsets, &e.data_offsets) {
-                if r_off != e_off {
-                    return Err(format!(
-                        "tensor {name}: data_offsets [{}] (expected [{}])",
-                        r_off.join(", "),
-                        e_off.join(", ")
-                    ));
-                }
-            }
-            if let (Some(r_sha), Some(e_sha)) = (&r.sha256, &e.sha256) {
-                if !r_sha.eq_ignore_ascii_case(e_sha) {
-                    return Err(format!(
-                        "tensor {name}: the bytes differ (sha256 {r_sha}, expected {e_sha})"
-                    ));
-                }
-            }
-            if let (Some(r_shard), Some(e_shard)) = (&r.shard, &e.shard) {
-                if r_shard != e_shard {
-                    return Err(format!(
-                        "tensor {name}: read from shard {} (expected {})",
-                        show(r_shard),
-                        show(e_shard)
-                    ));
-                }
-            }
-            if let (Some(r_val), Some(e_val)) = (&r.values, &e.values) {
-                values::compare(r_val, e_val).map_err(|e| format!("tensor {name}: {e}"))?;
-            }
-        }
-        if let Some(extra) = by_name.keys().find(|n| !wanted.contains(*n)) {
-            return Err(format!(
-                "reports tensor {} that the file does not have",
-                show(extra)
+    }
+    let listed = content.tensors.len().to_string();
+    let count = content.tensor_count.as_deref().unwrap_or(&listed);
+    if count != listed {
+        // Too many tensors to list in the manifest: compare the count only.
+        if by_name.len().to_string() != count {
+            diffs.push(format!(
+                "reports {} tensors (expected {count})",
+                by_name.len()
             ));
         }
-        if let Some(meta) = &reported.metadata {
-            let empty = BTreeMap::new();
-            let want = content.metadata.as_ref().unwrap_or(&empty);
-            if meta != want {
-                let diff = want
-                    .iter()
-                    .find(|(k, v)| meta.get(*k) != Some(*v))
-                    .map(|(k, _)| format!("key {} differs or is missing", show(k)))
-                    .or_else(|| {
-                        meta.keys()
-                            .find(|k| !want.contains_key(*k))
-                            .map(|k| format!("extra key {}", show(k)))
-                    })
-                    .unwrap_or_default();
-                return Err(format!("metadata differs: {diff}"));
+        return;
+    }
+    let mut wanted = BTreeSet::new();
+    for e in &content.tensors {
+        wanted.insert(e.name.as_str());
+        let Some(r) = by_name.get(e.name.as_str()) else {
+            diffs.push(format!("tensor {} is missing", show(&e.name)));
+            continue;
+        };
+        let name = show(&e.name);
+        if r.dtype != e.dtype {
+            diffs.push(format!(
+                "tensor {name}: dtype {} (expected {})",
+                show(&r.dtype),
+                e.dtype
+            ));
+        }
+        if r.shape != e.shape {
+            diffs.push(format!(
+                "tensor {name}: shape [{}] (expected [{}])",
+                r.shape.join(", "),
+                e.shape.join(", ")
+            ));
+        }
+        if let (Some(r_off), Some(e_off)) = (&r.data_offsets, &e.data_offsets) {
+            if r_off != e_off {
+                diffs.push(format!(
+                    "tensor {name}: data_offsets [{}] (expected [{}])",
+                    r_off.join(", "),
+                    e_off.join(", ")
+                ));
+            }
+        }
+        if let (Some(r_sha), Some(e_sha)) = (&r.sha256, &e.sha256) {
+            if !r_sha.eq_ignore_ascii_case(e_sha) {
+                diffs.push(format!(
+                    "tensor {name}: the bytes differ (sha256 {r_sha}, expected {e_sha})"
+                ));
+            }
+        }
+        if let (Some(r_shard), Some(e_shard)) = (&r.shard, &e.shard) {
+            if r_shard != e_shard {
+                diffs.push(format!(
+                    "tensor {name}: read from shard {} (expected {})",
+                    show(r_shard),
+                    show(e_shard)
+                ));
+            }
+        }
+        if let (Some(r_val), Some(e_val)) = (&r.values, &e.values) {
+            if let Err(e) = values::compare(r_val, e_val) {
+                diffs.push(format!("tensor {name}: {e}"));
             }
         }
     }
-    compare_warnings(exp, reported)
+    for extra in by_name.keys().filter(|n| !wanted.contains(*n)) {
+        diffs.push(format!(
+            "reports tensor {} that the file does not have",
+            show(extra)
+        ));
+    }
+    if let Some(meta) = &reported.metadata {
+        let empty = BTreeMap::new();
+        let want = content.metadata.as_ref().unwrap_or(&empty);
+        for (k, v) in want {
+            if meta.get(k) != Some(v) {
+                diffs.push(format!(
+                    "metadata differs: key {} differs or is missing",
+                    show(k)
+                ));
+            }
+        }
+        for k in meta.keys().filter(|k| !want.contains_key(*k)) {
+            diffs.push(format!("metadata differs: extra key {}", show(k)));
+        }
+    }
 }
 
 fn compare_warnings(exp: &Expectation<'_>, reported: &Reported) -> Result<(), String> {

@@ -10,7 +10,7 @@
 //! The stages are separate modules so that each can be tested alone:
 //! [`manifest`] (what the corpus expects), [`exec`] (running one program with a timeout),
 //! [`persistent`] (one process, many cases), [`values`] (decoded values),
-//! [`protocol`] (decoding an adapter's answer), [`classify`] (expectation + answer -> outcome),
+//! [`protocol`] (decoding an adapter's answer), [`classify`](mod@classify) (expectation + answer -> outcome),
 //! [`known`] (known failures), [`report`] (summaries and the matrix), [`config`] (the
 //! built-in adapters) and [`run`] (everything over a corpus, in parallel).
 

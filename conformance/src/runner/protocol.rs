@@ -50,6 +50,8 @@ pub struct Reported {
     pub metadata: Option<BTreeMap<String, String>>,
     /// `Some` when the adapter reported `warnings` (rule IDs).
     pub warnings: Option<Vec<String>>,
+    /// It reported the verdict only (`"tensors": null`): judged on the verdict alone.
+    pub verdict_only: bool,
 }
 
 /// The decimal spelling of an integer written as a string or a JSON number.
@@ -184,11 +186,17 @@ fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
 /// Parse an accepting answer already decoded as JSON.
 pub fn parse_value(root: &Value) -> Result<Reported, String> {
     let root = root.as_object().ok_or("output is not a JSON object")?;
-    let list = root
-        .get("tensors")
-        .ok_or("output has no \"tensors\"")?
-        .as_array()
-        .ok_or("\"tensors\" is not an array")?;
+    let list = match root.get("tensors") {
+        None => return Err("output has no \"tensors\" (null: a verdict-only answer)".into()),
+        Some(Value::Null) => {
+            return Ok(Reported {
+                verdict_only: true,
+                ..Reported::default()
+            })
+        }
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err("\"tensors\" is not an array (or null)".into()),
+    };
     let mut tensors = Vec::with_capacity(list.len());
     for (i, t) in list.iter().enumerate() {
         let what = format!("tensors[{i}]");
@@ -267,6 +275,7 @@ pub fn parse_value(root: &Value) -> Result<Reported, String> {
         tensors,
         metadata,
         warnings,
+        verdict_only: false,
     })
 }
 

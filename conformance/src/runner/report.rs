@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::classify::{Expect, Judge};
+use super::classify::{Expect, Judge, VERDICT_ONLY};
 use super::known::Difference;
 use super::manifest::{Class, Kind, Manifest, Verdict};
 use super::outcome::Outcome;
@@ -30,13 +30,21 @@ pub fn no_reason_given(c: &CaseResult) -> bool {
     c.outcome == Outcome::Pass && c.expected == Expect::Reject && c.rule.is_none()
 }
 
+/// Whether a case passed as an accepted file whose adapter reported no content (a
+/// verdict-only answer): the runner checked the verdict, not what was read.
+pub fn verdict_only(c: &CaseResult) -> bool {
+    c.outcome == Outcome::Pass && c.expected == Expect::Accept && c.detail == VERDICT_ONLY
+}
+
 /// The counts of some cases, with the passes split by reason, e.g. `PASS 120, PASS (no
-/// reason given) 30, WRONG_RULE 2`: `PASS` counts accepted files read right and rejections
-/// for an acceptable rule, `PASS (no reason given)` rejections that named no rule.
+/// reason given) 30, PASS (verdict only) 40, WRONG_RULE 2`: `PASS` counts accepted files read
+/// right and rejections for an acceptable rule, `PASS (no reason given)` rejections that
+/// named no rule, `PASS (verdict only)` accepted files with no content reported.
 fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult> + Clone) -> String {
     let unexplained = cases.clone().filter(|c| no_reason_given(c)).count();
+    let unread = cases.clone().filter(|c| verdict_only(c)).count();
     let mut by: BTreeMap<Outcome, usize> = BTreeMap::new();
-    for c in cases.filter(|c| !no_reason_given(c)) {
+    for c in cases.filter(|c| !no_reason_given(c) && !verdict_only(c)) {
         *by.entry(c.outcome).or_default() += 1;
     }
     let mut parts: Vec<String> = Vec::new();
@@ -46,6 +54,9 @@ fn count_line<'a>(cases: impl Iterator<Item = &'a CaseResult> + Clone) -> String
         }
         if *o == Outcome::Pass && unexplained > 0 {
             parts.push(format!("PASS (no reason given) {unexplained}"));
+        }
+        if *o == Outcome::Pass && unread > 0 {
+            parts.push(format!("PASS (verdict only) {unread}"));
         }
     }
     parts.join(", ")
@@ -118,6 +129,14 @@ pub fn summary(
             "  ({unexplained} rejections passed with no reason given: an adapter that names the \
              rule (protocol v2, PROTOCOL.md) has each checked against the case's acceptable \
              rules)"
+        );
+    }
+    let unread = results.cases.iter().filter(|c| verdict_only(c)).count();
+    if unread > 0 {
+        let _ = writeln!(
+            s,
+            "  ({unread} accepted files passed on the verdict alone: the adapter reported no \
+             tensors (\"tensors\": null), so what it read was not compared)"
         );
     }
     if let Some(m) = manifest {

@@ -39,7 +39,15 @@ pub struct RunOptions {
     pub index: bool,
     /// Persistent mode: extra time for a process's first case.
     pub startup: Duration,
+    /// The adapter refuses with the dedicated exit code [`EXIT_REFUSED`] only: exit 1 (an
+    /// uncaught exception in Python, Node and others) is a crash, not a refusal
+    /// (`--dedicated-refusal`).
+    pub dedicated_refusal: bool,
 }
+
+/// The dedicated refusal exit code (sysexits' `EX_DATAERR`, "the input data was incorrect"):
+/// a refusal in every run; exit 1 is one too unless the run has `--dedicated-refusal`.
+pub const EXIT_REFUSED: i32 = 65;
 
 impl RunOptions {
     /// Options with the defaults: no filter, strict verdicts, one-shot, no index mode.
@@ -51,6 +59,7 @@ impl RunOptions {
             persistent: false,
             index: false,
             startup: DEFAULT_STARTUP,
+            dedicated_refusal: false,
         }
     }
 
@@ -117,6 +126,9 @@ pub struct RunResults {
     /// Index cases were run.
     #[serde(default)]
     pub index: bool,
+    /// Exit 1 was a crash, not a refusal (`--dedicated-refusal`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dedicated_refusal: bool,
     /// The `--run` patterns of the run (empty: every case).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run: Vec<String>,
@@ -207,7 +219,14 @@ fn run_once(opts: &RunOptions, case: &Case, file: &Path) -> Result<Ran, String> 
         exec::Status::Exited(0) => Answer::Accepted(
             protocol::json(&ran.stdout).map_err(|e| format!("output is not JSON: {e}")),
         ),
-        exec::Status::Exited(1) => Answer::Rejected(Reason::from_stdout(&ran.stdout)),
+        exec::Status::Exited(EXIT_REFUSED) => Answer::Rejected(Reason::from_stdout(&ran.stdout)),
+        exec::Status::Exited(1) if !opts.dedicated_refusal => {
+            Answer::Rejected(Reason::from_stdout(&ran.stdout))
+        }
+        exec::Status::Exited(1) => Answer::Crashed(format!(
+            "exit code 1, not the refusal code {EXIT_REFUSED} (--dedicated-refusal): an \
+             uncaught exception?"
+        )),
         exec::Status::Exited(4) => Answer::Unsupported(Reason::from_stdout(&ran.stdout)),
         exec::Status::Exited(code) => Answer::Crashed(format!("exit code {code}")),
     };
@@ -391,6 +410,7 @@ pub fn run_all_until(
         timeout_ms: u64::try_from(opts.spec.timeout.as_millis()).unwrap_or(u64::MAX),
         persistent: opts.persistent,
         index: opts.index,
+        dedicated_refusal: opts.dedicated_refusal,
         run: opts.spec.run.clone(),
         skip: opts.spec.skip.clone(),
         summary,

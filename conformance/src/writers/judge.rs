@@ -14,6 +14,13 @@ pub enum FileVerdict {
     Invalid(String),
     /// Valid, but not what the task asked for: what differs.
     WrongContent(String),
+    /// Valid, the task's tensors and metadata exactly, and these metadata keys besides.
+    AddedMetadata {
+        /// The keys the writer added, sorted.
+        keys: Vec<String>,
+        /// As in `Ok`.
+        form: Vec<String>,
+    },
     /// Valid with exactly the task's content. `form` lists the rule IDs of the warnings the
     /// task's content does not explain (empty: canonical).
     Ok {
@@ -96,8 +103,11 @@ pub fn judge_file(
             diffs.push(format!("unexpected tensor {:?}", g.name));
         }
     }
-    if let Some(d) = metadata_difference(task, &checked.metadata) {
-        diffs.push(d);
+    let mut added = Vec::new();
+    match metadata_difference(task, &checked.metadata) {
+        None => {}
+        Some(MetadataDifference::Added(keys)) => added = keys,
+        Some(MetadataDifference::Other(d)) => diffs.push(d),
     }
     if !diffs.is_empty() {
         let n = diffs.len();
@@ -113,18 +123,34 @@ pub fn judge_file(
             form.push(w);
         }
     }
-    FileVerdict::Ok { form }
+    if added.is_empty() {
+        FileVerdict::Ok { form }
+    } else {
+        FileVerdict::AddedMetadata { keys: added, form }
+    }
+}
+
+/// How a file's metadata differs from the task's.
+enum MetadataDifference {
+    /// Every key of the task with its value, and these keys besides.
+    Added(Vec<String>),
+    /// A key missing or changed (or the task's metadata is not strings).
+    Other(String),
 }
 
 /// `None` when the file's metadata is the task's: no metadata or an empty map in the task
 /// matches an absent, null or empty `__metadata__`; otherwise the same key-value pairs, in
 /// any order.
-fn metadata_difference(task: &PreparedTask, got: &FileMetadata) -> Option<String> {
+fn metadata_difference(task: &PreparedTask, got: &FileMetadata) -> Option<MetadataDifference> {
     let want: BTreeMap<&str, &str> = match &task.metadata {
         None => BTreeMap::new(),
         Some(m) => match m.strings() {
             Ok(v) => v.into_iter().collect(),
-            Err(k) => return Some(format!("task metadata {k:?} is not a string")),
+            Err(k) => {
+                return Some(MetadataDifference::Other(format!(
+                    "task metadata {k:?} is not a string"
+                )))
+            }
         },
     };
     let have: BTreeMap<&str, &str> = match got {
@@ -140,11 +166,16 @@ fn metadata_difference(task: &PreparedTask, got: &FileMetadata) -> Option<String
         .map(|(k, _)| k)
         .collect();
     let extra: Vec<&&str> = have.keys().filter(|k| !want.contains_key(*k)).collect();
-    Some(format!(
+    if missing.is_empty() {
+        return Some(MetadataDifference::Added(
+            extra.iter().map(|k| (**k).to_owned()).collect(),
+        ));
+    }
+    Some(MetadataDifference::Other(format!(
         "metadata differs: {} key(s) missing or changed {:?}, {} unexpected {:?}",
         missing.len(),
         missing.iter().take(SHOWN).collect::<Vec<_>>(),
         extra.len(),
         extra.iter().take(SHOWN).collect::<Vec<_>>()
-    ))
+    )))
 }

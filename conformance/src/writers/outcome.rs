@@ -26,6 +26,10 @@ pub enum WriterOutcome {
     InvalidFile,
     /// Wrote a valid file whose tensors, bytes or metadata differ from the task's.
     WrongContent,
+    /// Wrote a valid file with exactly the task's tensors and metadata, plus metadata keys of
+    /// its own (`"format": "pt"`, a version): not corruption, not the task's file either.
+    /// Counted apart, not a failure.
+    AddedMetadata,
     /// Refused a task it must write (exit 1).
     ShouldHaveWritten,
     /// Any other exit code, or death by a signal.
@@ -47,6 +51,7 @@ impl WriterOutcome {
         WriterOutcome::NotDeterministic,
         WriterOutcome::ShouldHaveWritten,
         WriterOutcome::Unsupported,
+        WriterOutcome::AddedMetadata,
         WriterOutcome::Wrote,
         WriterOutcome::Refused,
         WriterOutcome::Pass,
@@ -62,6 +67,7 @@ impl WriterOutcome {
             WriterOutcome::ShouldHaveRefused => "SHOULD_HAVE_REFUSED",
             WriterOutcome::InvalidFile => "INVALID_FILE",
             WriterOutcome::WrongContent => "WRONG_CONTENT",
+            WriterOutcome::AddedMetadata => "ADDED_METADATA",
             WriterOutcome::ShouldHaveWritten => "SHOULD_HAVE_WRITTEN",
             WriterOutcome::Crash => "CRASH",
             WriterOutcome::Timeout => "TIMEOUT",
@@ -78,6 +84,7 @@ impl WriterOutcome {
                 | WriterOutcome::Wrote
                 | WriterOutcome::Refused
                 | WriterOutcome::Unsupported
+                | WriterOutcome::AddedMetadata
         )
     }
 
@@ -99,6 +106,7 @@ impl WriterOutcome {
             WriterOutcome::ShouldHaveRefused => "**WRITES!**",
             WriterOutcome::InvalidFile => "**INVALID**",
             WriterOutcome::WrongContent => "**CONTENT**",
+            WriterOutcome::AddedMetadata => "+metadata",
             WriterOutcome::ShouldHaveWritten => "**REFUSES**",
             WriterOutcome::Crash => "**CRASH**",
             WriterOutcome::Timeout => "**TIMEOUT**",

@@ -335,7 +335,10 @@ fn run_task_until(opts: &WriterRunOptions, task: &Task, stop: &Tripwire) -> Task
         }
         Ended::Wrote => {
             let (outcome, detail, form) = judge_written(task, &prepared, &out1);
-            if matches!(outcome, WriterOutcome::Pass | WriterOutcome::Wrote) {
+            if matches!(
+                outcome,
+                WriterOutcome::Pass | WriterOutcome::Wrote | WriterOutcome::AddedMetadata
+            ) {
                 let out2 = dir.join("out-2.safetensors");
                 let second = attempt(opts, &task_file, &out2, timeout);
                 elapsed += second.elapsed;
@@ -419,6 +422,9 @@ fn left_file(out: &Path) -> String {
     }
 }
 
+/// At most this many added metadata keys are named in a detail.
+const SHOWN_KEYS: usize = 8;
+
 /// Judge the file the first run wrote: the outcome, a detail, the form warnings.
 fn judge_written(
     task: &Task,
@@ -455,6 +461,22 @@ fn judge_written(
             WriterOutcome::ShouldHaveRefused,
             format!("wrote a valid file, not what was asked: {d}"),
             Vec::new(),
+        ),
+        (Expect::Refuse, FileVerdict::AddedMetadata { keys, .. }) => (
+            WriterOutcome::ShouldHaveRefused,
+            format!(
+                "wrote a valid file with the task's content and metadata key(s) {keys:?} added"
+            ),
+            Vec::new(),
+        ),
+        (_, FileVerdict::AddedMetadata { keys, form }) => (
+            WriterOutcome::AddedMetadata,
+            format!(
+                "the task's tensors and metadata exactly, and {} metadata key(s) added: {:?}",
+                keys.len(),
+                keys.iter().take(SHOWN_KEYS).collect::<Vec<_>>()
+            ),
+            form,
         ),
         (Expect::Refuse, FileVerdict::Ok { .. }) => (
             WriterOutcome::ShouldHaveRefused,

@@ -179,6 +179,8 @@ pub struct RemoteOptions {
     hf_token: Option<String>,
     hf_endpoint: String,
     ca_bundle: Option<Vec<u8>>,
+    /// How the budget's option is named in the message of a spent budget.
+    budget_option: &'static str,
 }
 
 impl Default for RemoteOptions {
@@ -202,6 +204,7 @@ impl Default for RemoteOptions {
             hf_token: None,
             hf_endpoint: DEFAULT_HF_ENDPOINT.to_owned(),
             ca_bundle: None,
+            budget_option: crate::options::Face::Cli.name(crate::options::Opt::MaxRequests),
         }
     }
 }
@@ -251,6 +254,13 @@ impl RemoteOptions {
             }
         }
         o
+    }
+
+    /// Name the option that raises [`RemoteOptions::max_requests`] as the caller's face spells
+    /// it, for the message of a spent budget (default: `--max-requests`).
+    pub fn budget_option(mut self, name: &'static str) -> Self {
+        self.budget_option = name;
+        self
     }
 
     /// Add a header sent with every request to the origin of the address being checked
@@ -644,7 +654,8 @@ impl Remote {
             RemoteError::new(
                 ErrorKind::Budget,
                 format!(
-                    "the run's budget of {max} HTTP requests is spent (--max-requests raises it)"
+                    "the run's budget of {max} HTTP requests is spent ({} raises it)",
+                    self.options.budget_option
                 ),
             )
         })

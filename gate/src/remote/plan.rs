@@ -10,7 +10,7 @@ use stcheck::index;
 use stcheck::{Config, Profile, ReadError, ReadErrorKind};
 
 use super::{ErrorKind, Known, Remote, RemoteError};
-use crate::event::{Done, HubInfo, Place, Shown, Sink, Unchecked, Via};
+use crate::event::{shown_shard, Done, HubInfo, Place, Shown, Sink, Status, Unchecked, Via};
 use crate::options::RunOptions;
 use crate::walk::Target;
 
@@ -259,11 +259,8 @@ impl Urls {
                 }
             };
         }
-        let dir = match text.rfind('/') {
-            Some(k) => text[..=k].to_owned(),
-            None => String::new(),
-        };
-        let mut written = sink.index_start(&at, &dir, None);
+        let dir = at.shard_dir();
+        let mut written = sink.index_start(&at, None);
         let checked = client.check_known(url, config, depth, &known, &mut |name, outcome, f| {
             if written.is_ok() {
                 let via = f.map(|f| Via::Remote {
@@ -271,7 +268,13 @@ impl Urls {
                     cost: f.cost,
                     hub: hub(&f.hub),
                 });
-                written = sink.shard(name, outcome, via.as_ref());
+                let text = shown_shard(&dir, name);
+                let at = Shown {
+                    text: &text,
+                    place: Place::Url(&text),
+                };
+                let status = Status::of_shard(&outcome, profile);
+                written = sink.shard(&at, name, outcome, via.as_ref(), status);
             }
         });
         let via = Via::Remote {
@@ -351,13 +354,11 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
     let mut opts = RemoteOptions::from_env();
     for (name, value) in &o.headers {
         opts = opts.header(name, value).map_err(|e| {
-            let option = match o.face {
-                crate::options::Face::Python => "headers=",
-                _ => "--header",
-            };
+            let option = o.name(crate::options::Opt::Header);
             RemoteError::new(ErrorKind::Setup, format!("{option}: {e}"))
         })?;
     }
+    opts = opts.budget_option(o.name(crate::options::Opt::MaxRequests));
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
     opts.max_requests = o

@@ -1,6 +1,6 @@
 """Validation: ``check``, ``check_index``, ``validate`` and ``record``.
 
-Every call goes to the native module, which opens the file with ``stcheck::fs::open_regular``
+Every call goes to the native module, which opens the file with ``stcheck_gate::fs::open_regular``
 and checks it with ``stcheck::check_file`` (the GIL released), and returns the record the CLI
 writes. Nothing here decides validity: this module only turns records into reports or
 exceptions.

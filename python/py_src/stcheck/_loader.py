@@ -6,7 +6,7 @@ file that fails strict validation. Each file is opened and checked by the librar
 only a valid file's tensors are handed out, at the offsets the check validated.
 
 **Read into memory, checked there (the default).** ``load_file`` has the native module open
-the file (``stcheck::fs::open_regular``), read its length field and header with ordinary reads
+the file (``stcheck_gate::fs::open_regular``), read its length field and header with ordinary reads
 (``pread``) and check them, then read the whole file into one buffer (a ``bytearray``, or from
 256 KiB on a numpy ``uint8`` array over an anonymous map that the kernel populates in one call:
 about twice as fast to fill as a ``bytearray``, and with no file behind it) and, with the deep

@@ -1,6 +1,6 @@
 """Reports: read-only views of the records ``stcheck --json`` writes.
 
-The native module returns each file's record as the CLI writes it (``stcheck::wire``, the
+The native module returns each file's record as the CLI writes it (``stcheck_print::records``, the
 schema's one source, documented in docs/json-output.md). ``Report`` and ``IndexReport`` keep
 that record and give typed access to it; ``to_dict()`` returns it as it is, so its keys are
 exactly the keys of the CLI's ``data`` object for the same options.

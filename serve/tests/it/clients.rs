@@ -196,3 +196,118 @@ fn promtool_accepts_the_metrics() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn curl_uploads_a_file_and_a_pipe() {
+    let Some(curl) = client(Path::new("/usr/bin/curl"), "curl") else {
+        return;
+    };
+    let run = support::start(support::settings());
+    let url = format!("http://{}/v1/check", run.http());
+    let dup = support::root().join("examples/duplicate-name.safetensors");
+    let model = support::root().join("examples/model.safetensors");
+    // docs/serve.md: `curl -T FILE -X POST URL` (a length), `curl -T - -X POST URL` (chunked).
+    let by_file = Command::new(&curl)
+        .args(["-sS", "-X", "POST", "-T"])
+        .arg(&dup)
+        .args(["-w", "\\n%{http_code}", &url])
+        .output()
+        .expect("curl runs");
+    let out = String::from_utf8_lossy(&by_file.stdout);
+    assert!(out.ends_with("\n422"), "{out}");
+    assert!(out.contains("\"rule\":\"JSON-DUPLICATE-KEY\""), "{out}");
+    let by_pipe = Command::new(&curl)
+        .args([
+            "-sS",
+            "-X",
+            "POST",
+            "-T",
+            "-",
+            "-w",
+            "\\n%{http_code}",
+            &url,
+        ])
+        .stdin(std::fs::File::open(&model).expect("model"))
+        .output()
+        .expect("curl runs");
+    let out = String::from_utf8_lossy(&by_pipe.stdout);
+    assert!(out.ends_with("\n200"), "{out}");
+    assert!(out.contains("\"status\":\"valid\""), "{out}");
+}
+
+/// A Prometheus process, ended when dropped.
+struct Prometheus(std::process::Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn prometheus_scrapes_a_counter_and_its_query_api_reads_it_back() {
+    let Some(prometheus) = client(Path::new("/usr/bin/prometheus"), "prometheus (Debian)") else {
+        return;
+    };
+    let run = support::start(support::settings());
+    let dup = std::fs::read(support::root().join("examples/duplicate-name.safetensors"))
+        .expect("example");
+    for _ in 0..3 {
+        assert_eq!(support::post(run.http(), "", &dup).status, 422);
+    }
+    let dir = scratch("prometheus");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: stcheck\n    \
+             static_configs:\n      - targets: ['{}']\n",
+            run.http()
+        ),
+    )
+    .expect("config");
+    // A loopback port for its web API: one the system gave and that was let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a port")
+        .port();
+    let web: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let _prometheus = Prometheus(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).expect("log"))
+            .spawn()
+            .expect("prometheus runs"),
+    );
+    // Poll its query API (a hang guard, not a timing assertion) until the scrape is in.
+    let query = "/api/v1/query?query=stcheck_invalid_total%7Brule%3D%22JSON-DUPLICATE-KEY%22%7D";
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(s) = std::net::TcpStream::connect(web) {
+            drop(s);
+            let r = support::http(web, "GET", query, "", b"");
+            if r.status == 200 {
+                let v = r.json();
+                if let Some(value) = v["data"]["result"][0]["value"][1].as_str() {
+                    assert_eq!(value, "3", "{v}");
+                    break;
+                }
+            }
+        }
+        assert!(
+            start.elapsed() < support::HANG_GUARD,
+            "hang guard: no scrape read back; see {}",
+            dir.join("log").display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -11,8 +11,9 @@ use serde::Deserialize;
 use crate::dtype::Dtype;
 use crate::rules::Rule;
 
-/// The reader table shipped with this version of stcheck (`corpus/readers.json`).
-pub const BUILTIN_TABLE: &str = include_str!("../../../corpus/readers.json");
+/// The reader table shipped with this version of stcheck (`corpus/readers.json`, read through
+/// the link `validator/readers.json` so that the packaged crate carries it).
+pub const BUILTIN_TABLE: &str = include_str!("../../readers.json");
 
 /// The most findings (or refusal examples) one behaviour reports per file; the rest are
 /// counted in [`super::PortableReport::omitted`], so a header of a million tensors cannot flood a
