@@ -20,7 +20,7 @@ esac
 (cd fuzz && cargo fuzz build -O --debug-assertions --sanitizer "$sanitizer")
 
 triple=$(rustc -vV | sed -n 's/^host: //p')
-built=fuzz/target/$triple/release
+built=${CARGO_TARGET_DIR:-fuzz/target}/$triple/release
 for t in $(cd fuzz && cargo fuzz list); do
     cp "$built/$t" "$OUT/$t"
     if [ -d "fuzz/corpus/$t" ] && [ -n "$(ls -A "fuzz/corpus/$t")" ]; then
