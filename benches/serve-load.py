@@ -209,6 +209,9 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def main() -> None:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        return
     mib = int(sys.argv[1]) if len(sys.argv) > 1 else 256
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
     OUT.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,9 @@
 # run with no Rust toolchain on PATH, runs a v1 adapter over the bundled corpus, shows a
 # wrong-reason adapter's WRONG_RULE in its default summary, stops a crashing adapter early and
 # refuses to bless it; the writer runner runs from the wheel too; and the HTML results page,
-# loaded in headless Chromium (Debian's package), shows the cells of known cases and filters.
+# loaded in headless Chromium (Debian's package) at 1,280 px, shows the cells of known cases
+# and filters, keeps every matrix in a box that fits the window and scrolls sideways with its
+# case column sticky, and hides no row when opened at an anchor.
 #
 # Usage: conformance/ci-adoption.sh    (after the workspace's dev build, which it reuses)
 # Output under target/adoption/ (the page, its screenshot page.png, the runs' results).
@@ -94,12 +96,13 @@ cp "$WORK/page.html" "$OUT/page.html"
 if ! command -v chromium > /dev/null; then
   apt-get install -y -qq chromium > /dev/null 2>&1 || { apt-get update -qq > /dev/null && apt-get install -y -qq chromium > /dev/null; }
 fi
-python3 conformance/tests/page_check.py "$OUT/page.html" "$OUT/page.png" \
+python3 conformance/tests/page_check.py "$OUT/page.html" "$OUT/page.png" --width 1280 \
   --expect stcheck-strict malformed/frame/not-safetensors-png PASS \
   --expect minimal-v1 invalid/layout/gap-between PASS \
   --expect wrong-reason invalid/layout/gap-between WRONG_RULE \
   --expect minimal-v1 valid/dtype/f4-even SHOULD_HAVE_ACCEPTED \
   --expect stcheck dtype/u8 PASS \
-  --filtered "class=security&outcome=WRONG_RULE" invalid/layout/gap-between valid/dtype/f32
+  --filtered "class=security&outcome=WRONG_RULE" invalid/layout/gap-between valid/dtype/f32 \
+  --anchor readers-matrix --anchor invalid/layout/gap-between
 
 step "done"

@@ -5,7 +5,13 @@
 //! next to `CONFORMANCE.md`, as JSONTestSuite publishes its matrix.
 //!
 //! The filters also read the page's address: `#class=security&outcome=failures&id=frame`
-//! opens it filtered (a link can point at a view; the tests use it).
+//! opens it filtered (a link can point at a view; the tests use it); an address that is not
+//! a filter (`#readers-matrix`, `#case=ID`'s row) filters nothing.
+//!
+//! Each matrix is in a box of its own that scrolls both ways, with the header row and the
+//! ID column kept in view (sticky), so every column is reachable at any window width (1,280
+//! px: 16 reader columns). The script records, for the page checks, whether each box fits the
+//! window (`data-fits`) and how it overflows (`data-overflow`).
 
 use std::fmt::Write as _;
 
@@ -40,7 +46,11 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; }
-th { background: #f4f4f4; position: sticky; top: 0; }
+th { background: #f4f4f4; position: sticky; top: 0; z-index: 1; }
+.scroll { overflow: auto; max-width: 100%; max-height: 85vh; border: 1px solid #ddd; }
+.scroll table { margin: 0; }
+table.matrix td.id { position: sticky; left: 0; background: #fff; z-index: 1; }
+table.matrix th:first-child { position: sticky; left: 0; z-index: 2; }
 td.id { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }
 td.cell { text-align: center; font-size: 12px; min-width: 4.5em; }
 .o-ok { background: #c8efc8; }
@@ -52,7 +62,7 @@ td.cell { text-align: center; font-size: 12px; min-width: 4.5em; }
 .o-crash { background: #b50000; color: #fff; font-weight: bold; }
 .o-worst { background: #6a0000; color: #fff; font-weight: bold; }
 .o-none { color: #aaa; }
-#filters { position: sticky; top: 0; background: #fff; padding: 0.5em 0; z-index: 2; }
+#filters { position: sticky; top: 0; background: #fff; padding: 0.5em 0; z-index: 3; }
 #filters label { margin-right: 1em; }
 .legend span { display: inline-block; padding: 0 6px; margin: 2px; border: 1px solid #ccc; }
 .count { color: #555; }
@@ -60,8 +70,19 @@ td.cell { text-align: center; font-size: 12px; min-width: 4.5em; }
 
 const SCRIPT: &str = r#"
 function params() {
-  const p = new URLSearchParams(location.hash.slice(1));
+  // An address that is not a filter (an element's anchor) filters nothing.
+  const hash = location.hash.slice(1);
+  const p = new URLSearchParams(hash.includes("=") ? hash : "");
   return { cls: p.get("class") || "", outcome: p.get("outcome") || "", id: p.get("id") || "" };
+}
+function measure() {
+  for (const box of document.querySelectorAll("div.scroll")) {
+    const r = box.getBoundingClientRect();
+    box.dataset.fits = r.right <= window.innerWidth + 1 ? "1" : "0";
+    box.dataset.overflow = getComputedStyle(box).overflowX;
+    const first = box.querySelector("td.id");
+    box.dataset.sticky = first ? getComputedStyle(first).position : "";
+  }
 }
 function apply() {
   const cls = document.getElementById("f-class").value;
@@ -92,7 +113,16 @@ window.addEventListener("DOMContentLoaded", () => {
   for (const id of ["f-class", "f-outcome", "f-id"]) {
     document.getElementById(id).addEventListener("input", apply);
   }
+  // A value the select does not offer shows everything, not an empty table.
+  for (const id of ["f-class", "f-outcome"]) {
+    const el = document.getElementById(id);
+    if (el.selectedIndex < 0) el.value = "";
+  }
   apply();
+  measure();
+  const target = location.hash.length > 1 && !location.hash.includes("=")
+    ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+  if (target) target.scrollIntoView();
   document.body.dataset.ready = "1";
 });
 "#;
@@ -227,9 +257,9 @@ pub fn page(
     let _ = write!(
         s,
         "<h1>Conformance of safetensors readers and writers</h1>\n<p>{} readers over the \
-         stcheck corpus{corpus}, {} writers over its writer tasks, from the runs recorded by \
-         <code>conformance/run-all.sh</code> (<a href=\"CONFORMANCE.md\">CONFORMANCE.md</a> has \
-         the analysis). Hover a cell for the outcome and the reason.</p>\n",
+         stcheck corpus{corpus}, {} writers over its writer tasks, from the results files given \
+         to <code>stconform page</code>. Hover a cell for the outcome and the reason; the \
+         tables scroll sideways with the case column kept in view.</p>\n",
         readers.len(),
         writers.len()
     );
@@ -255,7 +285,11 @@ pub fn page(
          <span class=\"o-wrongrule\">RULE</span> rejected for another rule \
          <span class=\"o-fail\">ACCEPTS, REJECTS, CONTENT...</span> a failure \
          <span class=\"o-crash\">CRASH, TIMEOUT</span> \
-         <span class=\"o-worst\">WRITES!</span> wrote what it must refuse</p>"
+         <span class=\"o-worst\">WRITES!</span> wrote what it must refuse \
+         <span class=\"o-ok\">ok (nc)</span> a writer's file with the task's content, not \
+         canonical (warnings of the writer's own form, shown on hover) \
+         <span class=\"o-choice\">+metadata</span> the task's content plus metadata keys of \
+         the writer's own</p>"
     );
     readers_section(&mut s, readers, manifest);
     writers_section(&mut s, writers, tasks);
@@ -290,8 +324,9 @@ fn readers_section(s: &mut String, runs: &[RunResults], manifest: Option<&Manife
     s.push_str("</tbody></table>\n");
     let _ = write!(
         s,
-        "<p class=\"count\" id=\"readers-matrix-shown\"></p><table class=\"matrix\" \
-         id=\"readers-matrix\"><thead><tr><th>case</th><th>verdict</th><th>class</th>"
+        "<p class=\"count\" id=\"readers-matrix-shown\"></p><div class=\"scroll\" \
+         id=\"readers-box\"><table class=\"matrix\" id=\"readers-matrix\"><thead><tr>\
+         <th>case</th><th>verdict</th><th>class</th>"
     );
     for r in runs {
         let _ = write!(s, "<th>{}</th>", esc(&r.adapter));
@@ -330,10 +365,9 @@ fn readers_section(s: &mut String, runs: &[RunResults], manifest: Option<&Manife
         let about = case.map(|c| c.description.as_str()).unwrap_or("");
         let _ = write!(
             s,
-            "<tr data-id=\"{}\" data-class=\"{class}\"><td class=\"id\" title=\"{}\">{}</td><td>{verdict}</td><td>{class}</td>",
+            "<tr id=\"{0}\" data-id=\"{0}\" data-class=\"{class}\"><td class=\"id\" title=\"{1}\">{0}</td><td>{verdict}</td><td>{class}</td>",
             esc(&id),
             esc(about),
-            esc(&id)
         );
         for r in runs {
             match r.case(&id) {
@@ -354,7 +388,7 @@ fn readers_section(s: &mut String, runs: &[RunResults], manifest: Option<&Manife
         }
         s.push_str("</tr>\n");
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody></table></div>\n");
 }
 
 fn writers_section(s: &mut String, runs: &[WriterResults], tasks: &[Task]) {
@@ -383,8 +417,9 @@ fn writers_section(s: &mut String, runs: &[WriterResults], tasks: &[Task]) {
     s.push_str("</tbody></table>\n");
     let _ = write!(
         s,
-        "<p class=\"count\" id=\"writers-matrix-shown\"></p><table class=\"matrix\" \
-         id=\"writers-matrix\"><thead><tr><th>task</th><th>expect</th>"
+        "<p class=\"count\" id=\"writers-matrix-shown\"></p><div class=\"scroll\" \
+         id=\"writers-box\"><table class=\"matrix\" id=\"writers-matrix\"><thead><tr>\
+         <th>task</th><th>expect</th>"
     );
     for r in runs {
         let _ = write!(s, "<th>{}</th>", esc(&r.adapter));
@@ -431,5 +466,5 @@ fn writers_section(s: &mut String, runs: &[WriterResults], tasks: &[Task]) {
         }
         s.push_str("</tr>\n");
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody></table></div>\n");
 }

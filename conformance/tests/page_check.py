@@ -2,13 +2,18 @@
 """Load the HTML results page in headless Chromium (Debian's package) and check it as a
 reader sees it: the cells of given cases, after the page's script ran, and the filters.
 
-Usage: page_check.py PAGE.html SCREENSHOT.png [--expect IMPL CASE OUTCOME]...
-                     [--filtered HASH VISIBLE-CASE HIDDEN-CASE]...
+Usage: page_check.py PAGE.html SCREENSHOT.png [--width PX] [--expect IMPL CASE OUTCOME]...
+                     [--filtered HASH VISIBLE-CASE HIDDEN-CASE]... [--anchor ID]...
+
+--width: the window width of every load and of the screenshot (default 1280). At it, each
+  matrix box must fit the window and scroll sideways (overflow auto), with its case column
+  sticky: every column is reachable.
 
 --expect: the cell of implementation IMPL and case CASE shows OUTCOME (its data-outcome) and
   has a title (the hover text) that starts with it.
 --filtered: opened at PAGE.html#HASH (e.g. class=security&outcome=failures), the row of
   VISIBLE-CASE is shown and the row of HIDDEN-CASE is hidden.
+--anchor: opened at PAGE.html#ID (an element's anchor, not a filter), no row is hidden.
 Exits 0 when every check holds, 1 otherwise (each failed check is printed); 2 when Chromium
 cannot be run. Chromium runs with a fresh profile and no network use of its own.
 """
@@ -46,7 +51,7 @@ class Dom(html.parser.HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.cells, self.rows, self.ready = {}, {}, False
+        self.cells, self.rows, self.ready, self.boxes = {}, {}, False, {}
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -56,11 +61,16 @@ class Dom(html.parser.HTMLParser):
             self.cells[(a["data-impl"], a["data-case"])] = a
         elif tag == "tr" and "data-id" in a:
             self.rows[a["data-id"]] = "hidden" in a
+        elif tag == "div" and "scroll" in (a.get("class") or "").split():
+            self.boxes[a.get("id", "?")] = a
+
+
+WIDTH = [1280]
 
 
 def dom(url, profile):
     d = Dom()
-    d.feed(run(["--dump-dom", url], profile))
+    d.feed(run([f"--window-size={WIDTH[0]},1000", "--dump-dom", url], profile))
     return d
 
 
@@ -68,12 +78,23 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     page, shot, rest = os.path.abspath(argv[0]), os.path.abspath(argv[1]), argv[2:]
+    if rest[:1] == ["--width"] and len(rest) > 1:
+        WIDTH[0], rest = int(rest[1]), rest[2:]
     url = "file://" + page
     failures, checks = [], 0
     with tempfile.TemporaryDirectory(prefix="page-check-") as profile:
         d = dom(url, profile)
         if not d.ready:
             failures.append("the page's script did not run (no data-ready on <body>)")
+        checks += 1
+        if not d.boxes:
+            failures.append(f"width {WIDTH[0]}: no scrolling box around the matrices")
+        for name, box in d.boxes.items():
+            if box.get("data-fits") != "1" or box.get("data-overflow") not in ("auto", "scroll") \
+                    or box.get("data-sticky") != "sticky":
+                failures.append(f"width {WIDTH[0]}: #{name} fits={box.get('data-fits')} "
+                                f"overflow={box.get('data-overflow')} "
+                                f"case column={box.get('data-sticky')}")
         i = 0
         while i < len(rest):
             if rest[i] == "--expect" and i + 3 < len(rest):
@@ -96,14 +117,22 @@ def main(argv):
                 if f.rows.get(hidden) is not True:
                     failures.append(f"#{frag}: {hidden} is not hidden ({f.rows.get(hidden)})")
                 i += 4
+            elif rest[i] == "--anchor" and i + 1 < len(rest):
+                anchor = rest[i + 1]
+                f = dom(f"{url}#{anchor}", profile)
+                checks += 1
+                hidden = [r for r, h in f.rows.items() if h]
+                if not f.rows or hidden:
+                    failures.append(f"#{anchor}: {len(hidden)} of {len(f.rows)} rows hidden")
+                i += 2
             else:
                 sys.exit(f"page_check.py: bad arguments at {rest[i:]!r}")
-        run([f"--screenshot={shot}", "--window-size=1400,1000", url], profile)
+        run([f"--screenshot={shot}", f"--window-size={WIDTH[0]},1000", url], profile)
     if not os.path.isfile(shot):
         failures.append(f"no screenshot at {shot}")
     for f in failures:
         print(f"page_check.py: FAIL {f}")
-    print(f"page_check.py: {checks - len([f for f in failures if '/' in f or '#' in f])} passed, "
+    print(f"page_check.py: {checks - len(failures)} passed, "
           f"{len(failures)} failed ({len(d.cells)} cells on the page; screenshot {shot})")
     return 1 if failures else 0
 

@@ -488,3 +488,67 @@ pub fn rules() -> String {
 pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(name: &str) -> Vec<u8> {
+        let spec = stcheck::write::TensorSpec::new(name, stcheck::Dtype::U8, &[1], &[1]);
+        stcheck::write::serialize(&[spec], &[]).expect("shard")
+    }
+
+    fn add(set: &mut IndexSession, name: &str, bytes: &[u8]) {
+        let mut s = set.open_shard(bytes.len() as f64).expect("stream");
+        s.feed(bytes);
+        set.add_shard(name, &mut s);
+    }
+
+    /// Issue 29: a set's record is written by the printer crate's JSON Lines printer from the
+    /// gate's events (no record put together here): each shard shown under `dir`, with the
+    /// gate's status, no read mode (bytes handed over), a missing shard's finding, and a set that
+    /// could not be read with `io_error` and its code.
+    #[test]
+    fn a_set_is_written_by_the_json_lines_printer() {
+        let index =
+            br#"{"weight_map":{"a":"a.safetensors","b":"b.safetensors","c":"c.safetensors"}}"#;
+        let mut set = open_index(index.to_vec(), "").expect("options");
+        add(&mut set, "a.safetensors", &shard("a"));
+        add(&mut set, "b.safetensors", &[1, 2, 3]);
+        let line = set.finish("d/m.safetensors.index.json", "d/");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(v["type"], "index", "{line}");
+        let d = &v["data"];
+        assert_eq!(d["path"], "d/m.safetensors.index.json");
+        assert_eq!(d["status"], "invalid");
+        let shards = d["shards"].as_array().expect("shards");
+        let got: Vec<(&str, &str, &str)> = shards
+            .iter()
+            .map(|s| {
+                let f = |k: &str| s[k].as_str().unwrap_or_default();
+                (f("name"), f("path"), f("status"))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a.safetensors", "d/a.safetensors", "valid"),
+                ("b.safetensors", "d/b.safetensors", "invalid"),
+                ("c.safetensors", "d/c.safetensors", "missing"),
+            ]
+        );
+        assert!(shards[..2].iter().all(|s| s["mode"].is_null()), "{line}");
+
+        let mut set = open_index(index.to_vec(), "").expect("options");
+        add(&mut set, "a.safetensors", &shard("a"));
+        set.shard_unreadable("b.safetensors", "io", "b.safetensors: the read failed");
+        let line = set.finish("m.safetensors.index.json", "");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        let d = &v["data"];
+        assert_eq!(d["status"], "io_error", "{line}");
+        assert_eq!(d["read_error"], "io", "{line}");
+        assert!(d["io_error"]
+            .as_str()
+            .is_some_and(|m| m.contains("the read failed")));
+    }
+}

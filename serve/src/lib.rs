@@ -5,27 +5,39 @@
 //!
 //! - [`clamd`]: the command and chunk grammars, pure functions;
 //! - [`query`]: the HTTP query's options, a pure function;
-//! - [`options`]: the check options by their command-line names;
-//! - [`settings`]: addresses, limits and options from the command line and a TOML file;
+//! - [`options`]: the check options, rows of the gate's one table of run options;
+//! - `settings`: addresses, limits and options from the command line and a TOML file;
 //! - `face`: the one use of the gate, the core's streaming checker and the printer's record;
-//! - [`Server`]: the listeners, admission, connections, log and stop.
+//! - `Server`: the listeners, admission, connections, log and stop.
+//!
+//! The last three, and `main`, are the feature `server` (on by default: tokio, hyper, toml).
+//! Without it the crate is the three grammars only, for fuzz targets.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod clamd;
+#[cfg(feature = "server")]
 mod face;
+#[cfg(feature = "server")]
 mod metrics;
 pub mod options;
 pub mod query;
+#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
 pub mod settings;
 
+#[cfg(feature = "server")]
 use std::ffi::OsString;
+#[cfg(feature = "server")]
 use std::process::ExitCode;
 
+#[cfg(feature = "server")]
 pub use server::Server;
+#[cfg(feature = "server")]
 pub use settings::{Limits, Settings};
 
+#[cfg(feature = "server")]
 /// `stcheck serve ARGS...` (`args` without `serve`): runs until SIGTERM or SIGINT, then stops
 /// gracefully and exits 0; 2 when it cannot start.
 pub fn main(args: &[OsString]) -> ExitCode {
@@ -51,6 +63,15 @@ pub fn main(args: &[OsString]) -> ExitCode {
         }
     };
     let code = runtime.block_on(async {
+        // The handlers are in place before anything listens: a SIGTERM sent as soon as the
+        // service answers is a graceful stop, never the default action.
+        let stop = match StopSignal::new() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("stcheck serve: cannot wait for signals: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let server = match Server::start(settings).await {
             Ok(s) => s,
             Err(e) => {
@@ -61,10 +82,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
         for line in server.banner() {
             eprintln!("stcheck serve: {line}");
         }
-        if let Err(e) = stop_signal().await {
-            eprintln!("stcheck serve: cannot wait for signals: {e}");
-            return ExitCode::from(2);
-        }
+        stop.recv().await;
         eprintln!("stcheck serve: stopping: no new connections; streams in flight may finish");
         server.shutdown().await;
         eprintln!("stcheck serve: stopped");
@@ -74,14 +92,28 @@ pub fn main(args: &[OsString]) -> ExitCode {
     code
 }
 
-/// SIGTERM or SIGINT.
-async fn stop_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment it is made.
+#[cfg(feature = "server")]
+struct StopSignal {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(feature = "server")]
+impl StopSignal {
+    fn new() -> std::io::Result<StopSignal> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignal {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
     }
-    Ok(())
+
+    /// Until one of them arrives.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }

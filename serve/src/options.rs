@@ -29,7 +29,9 @@ const NOT_FOR_A_STREAM: &[Opt] = &[
 /// `deny-nonfinite` for a configuration key or a query parameter), if the service takes it.
 pub fn find(face: Face, key: &str) -> Option<&'static Spec> {
     let spec = match face {
-        Face::Service => Spec::find(face, &key.replace('-', "_")),
+        // The table's keys are written one way (`deny-nonfinite`); either spelling is taken.
+        Face::Service => Spec::find(face, &key.replace('_', "-"))
+            .or_else(|| Spec::find(face, &key.replace('-', "_"))),
         _ => Spec::find(face, key),
     }?;
     (!NOT_FOR_A_STREAM.contains(&spec.opt)).then_some(spec)

@@ -1,8 +1,8 @@
 //! The query of `POST /v1/check` as a pure function (for the service and for fuzz targets):
-//! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected_sha256=HEX`: the check
+//! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected-sha256=HEX`: the check
 //! options by the service's keys of the gate's option table ([`crate::options`]; a flag bare
-//! or `=true`/`=false`) on top of the service's own, and `expected_sha256`, the digest the
-//! file must have (`INTEGRITY-SHA256` otherwise; implies `sha256`). `-` may stand for `_`.
+//! or `=true`/`=false`) on top of the service's own, and `expected-sha256`, the digest the
+//! file must have (`INTEGRITY-SHA256` otherwise; implies `sha256`). `_` may stand for `-`.
 
 use stcheck_gate::options::{Face, RunOptions};
 
@@ -37,11 +37,11 @@ pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
             Some((k, v)) => (decode(k)?, Some(decode(v)?)),
             None => (decode(pair)?, None),
         };
-        if key.replace('-', "_") == "expected_sha256" {
+        if key.replace('_', "-") == "expected-sha256" {
             let v = value.unwrap_or_default();
             let hex = v.trim().to_ascii_lowercase();
             if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("expected_sha256: {v:?} is not 64 hex digits"));
+                return Err(format!("expected-sha256: {v:?} is not 64 hex digits"));
             }
             out.expected_sha256 = Some(hex);
             out.options.sha256 = true;

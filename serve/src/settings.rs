@@ -1,6 +1,6 @@
 //! The service's settings: where it listens, its limits (named as clamd names them), who may
 //! call it, and the check options, from a TOML file (`--config FILE`) and the command line
-//! (which wins), both through one table of keys ([`Settings::set`]).
+//! (which wins), both through one table of keys ([`Settings::set_text`]).
 
 use std::ffi::OsString;
 use std::net::SocketAddr;

@@ -5,7 +5,8 @@
 //! (`posix_fadvise(DONTNEED)`), while a file already in the cache stays there. The region is
 //! read with `posix_fadvise(SEQUENTIAL)`, so the kernel reads ahead of the scan (further than
 //! by default) while the block before is scanned. Elsewhere than on Linux, blocks are read
-//! plainly and nothing is dropped.
+//! plainly and nothing is dropped. The positioned reads themselves are here too
+//! ([`read_full_at`]), so the sources use this module and it uses none of them.
 
 use std::fs::File;
 use std::io;
@@ -36,20 +37,53 @@ pub(crate) fn read_noting_cold(file: &File, buf: &mut [u8], at: u64) -> io::Resu
                 Err(Errno::INTR) => {}
                 // Not in the cache: the disk has to be read.
                 Err(Errno::AGAIN) => {
-                    let rest = crate::source::read_full_at(file, &mut buf[got..], at + got as u64)?;
+                    let rest = read_full_at(file, &mut buf[got..], at + got as u64)?;
                     return Ok((got + rest, true));
                 }
                 // RWF_NOWAIT not supported here: read plainly, and leave the cache as it is.
                 Err(_) => break,
             }
         }
-        let rest = crate::source::read_full_at(file, &mut buf[got..], at + got as u64)?;
+        let rest = read_full_at(file, &mut buf[got..], at + got as u64)?;
         Ok((got + rest, false))
     }
     #[cfg(not(target_os = "linux"))]
     {
-        Ok((crate::source::read_full_at(file, buf, at)?, false))
+        Ok((read_full_at(file, buf, at)?, false))
     }
+}
+
+/// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
+/// the end of the file). Retries on `Interrupted`.
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read_at_once(file, &mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(unix)]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::io::{Read, Seek};
+    let mut f = file;
+    f.seek(io::SeekFrom::Start(at))?;
+    f.read(buf)
 }
 
 /// Drop the pages of `[at, at + len)` from the page cache (a block this scan brought in).
@@ -73,7 +107,7 @@ mod tests {
     #[test]
     fn blocks_read_are_the_files_bytes_and_a_file_just_read_is_not_cold() {
         let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let mut file = crate::source::temp_file().expect("temp file");
+        let mut file = crate::mmap::temp_file().expect("temp file");
         file.write_all(&bytes).expect("write");
         file.sync_all().expect("sync");
         let mut buf = vec![0u8; 128 * 1024];

@@ -62,6 +62,14 @@ fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
+    if addr == "-h" || addr == "--help" {
+        println!(
+            "Usage: clamd_sink [ADDR]   (default 127.0.0.1:0)\n\
+             A clamd INSTREAM server that reads and discards every stream and answers \
+             `stream: OK`: the baseline of benches/serve-load.py. Prints `listening ADDR`."
+        );
+        return Ok(());
+    }
     let listener = TcpListener::bind(addr)?;
     println!("listening {}", listener.local_addr()?);
     std::io::stdout().flush()?;

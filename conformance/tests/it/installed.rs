@@ -130,4 +130,6 @@ fn every_runner_tells_its_version_and_large_cases_need_no_toolchain() {
         let path = c["path"].as_str().expect("path");
         assert!(large.join(path).is_file(), "{path} not written");
     }
+    // Hundreds of MB: not left behind.
+    fs::remove_dir_all(&dir).expect("remove the large cases");
 }

@@ -13,4 +13,5 @@ mod protocol_doc;
 mod release;
 mod runner;
 mod shipped_data;
+mod verdicts;
 mod writers;

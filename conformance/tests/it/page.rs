@@ -89,3 +89,28 @@ fn cells_carry_the_outcome_and_reason_and_escape_what_adapters_wrote() {
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     assert!(html.contains("corpus 1.0.0"));
 }
+
+#[test]
+fn the_matrix_scrolls_in_its_box_links_nothing_and_explains_every_cell_text() {
+    let a = run(
+        "reader-a",
+        vec![case("invalid/x", Outcome::Pass, Expect::Reject, None, "")],
+    );
+    let html = page(&[a], None, &[], &[]);
+    // Every matrix is in a box that scrolls, its case column sticky; rows are anchors.
+    assert!(
+        html.contains(
+            r#"<div class="scroll" id="readers-box"><table class="matrix" id="readers-matrix">"#
+        ),
+        "{html}"
+    );
+    assert!(html.contains("table.matrix td.id { position: sticky; left: 0;"));
+    assert!(
+        html.contains(r#"<tr id="invalid/x" data-id="invalid/x""#),
+        "{html}"
+    );
+    // No link to a file a user's own page does not have (CONFORMANCE.md was one).
+    assert!(!html.contains("href="), "{html}");
+    // The legend explains the writer cells' "(nc)" and "+metadata".
+    assert!(html.contains("ok (nc)</span>") && html.contains("+metadata</span>"));
+}

@@ -16,7 +16,8 @@ mod remote_tls;
 #[cfg(feature = "remote")]
 fn env_lock() -> std::sync::MutexGuard<'static, ()> {
     static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ENV.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    ENV.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Client options for tests: short timeouts and backoff, so a misbehaving server costs

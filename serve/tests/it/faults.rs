@@ -239,12 +239,15 @@ fn sigterm_during_uploads_gives_verdicts_or_errors_never_a_false_ok_and_exits_0(
         .status()
         .expect("kill");
     assert!(killed.success());
+    let mut said = Vec::new();
     loop {
-        let line = seen
-            .recv_timeout(support::HANG_GUARD)
-            .expect("stopping line");
-        if line.contains("stopping") {
-            break;
+        match seen.recv_timeout(support::HANG_GUARD) {
+            Ok(line) if line.contains("stopping") => break,
+            Ok(line) => said.push(line),
+            Err(e) => panic!(
+                "no stopping line ({e}); the service said {said:?}; it ended: {:?}",
+                child.try_wait()
+            ),
         }
     }
     go.wait();
