@@ -382,20 +382,25 @@ impl crate::deep::Region for FileRegion<'_> {
         let mut pos = at;
         let end = at + len;
         crate::cache::sequential(self.file);
+        // Whether this scan reads from the disk: from the first block that was not in the page
+        // cache on, every block is dropped behind it, as the kernel's readahead has brought the
+        // next ones in before they are asked for (they look cached, but this scan read them).
+        let mut cold = false;
+        let mut behind = crate::cache::Behind::new(at);
         while pos < end {
             let n = usize::try_from(end - pos)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
-            let (k, cold) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
+            let (k, from_disk) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
             if k < n {
                 return Err(changed());
             }
             f(&buf[..n]);
-            // A block this scan brought in from the disk leaves the page cache behind it.
-            if cold {
-                crate::cache::drop_behind(self.file, pos, n);
-            }
+            cold |= from_disk;
             pos += n as u64;
+            if cold {
+                behind.drop_to(self.file, pos, pos == end);
+            }
         }
         Ok(())
     }
