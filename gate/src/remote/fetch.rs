@@ -458,9 +458,9 @@ pub(super) fn check_file(
     if let Some(linked) = session.hub.lfs_sha256.clone() {
         ids.push((LINKED_ETAG, linked));
     }
-    if let Some(first) = ids.first() {
-        // The record's `lfs_sha256`: the listing's, else the header's.
-        session.hub.lfs_sha256 = Some(first.1.to_ascii_lowercase());
+    if let Some((_, sha)) = ids.iter().find(|(_, id)| super::said::is_sha256_hex(id)) {
+        // The record's `lfs_sha256`: the listing's, else the header's (a SHA-256 only).
+        session.hub.lfs_sha256 = Some(sha.to_ascii_lowercase());
     }
     session.hub.published_sha256 = ids
         .iter()

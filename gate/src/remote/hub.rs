@@ -30,7 +30,7 @@ use ureq::http::{HeaderMap, Method};
 
 use super::address::{HfAddress, Origin, Url};
 use super::http::{read_up_to, Deadline, Session};
-use super::said::{clean, is_commit};
+use super::said::{clean, is_commit, is_sha256_hex};
 use super::{Cost, ErrorKind, Remote, RemoteError};
 pub use crate::event::HubInfo;
 
@@ -48,10 +48,11 @@ pub struct RepoFile {
     pub path: String,
     /// Its length, as listed.
     pub size: Option<u64>,
-    /// The SHA-256 of its LFS object, lower case, for a file stored in LFS: the listing's
-    /// `lfs.oid` as given (at most 80 characters), which may not be a SHA-256 (a deep check
-    /// then fails the file with `INTEGRITY-SHA256`).
+    /// The SHA-256 of its LFS object, lower case, for a file stored in LFS.
     pub lfs_sha256: Option<String>,
+    /// The listing's `lfs.oid` when it is not a SHA-256 (its letters and digits, at most 80):
+    /// never dropped, a deep check fails the file with `INTEGRITY-SHA256`.
+    pub lfs_oid_malformed: Option<String>,
 }
 
 /// A repository's files at one commit.
@@ -262,16 +263,21 @@ pub(super) fn files_of_page(
                 stcheck::escape(&e.path)
             )));
         }
-        let lfs_sha256 = e
-            .lfs
-            .and_then(|l| l.oid)
-            // Kept even when it is not a SHA-256 (cut short): a deep check then says so
-            // (INTEGRITY-SHA256), instead of comparing nothing.
-            .map(|o| o.chars().take(80).collect::<String>().to_ascii_lowercase());
+        let oid = e.lfs.and_then(|l| l.oid);
+        let (lfs_sha256, lfs_oid_malformed) = match oid {
+            Some(o) if is_sha256_hex(&o) => (Some(o.to_ascii_lowercase()), None),
+            // Kept (shown safely): a deep check then says so, instead of comparing nothing.
+            Some(o) => {
+                let shown = o.chars().filter(char::is_ascii_alphanumeric).take(80);
+                (None, Some(shown.collect()))
+            }
+            None => (None, None),
+        };
         files.push(RepoFile {
             path: e.path,
             size: e.size,
             lfs_sha256,
+            lfs_oid_malformed,
         });
     }
     Ok(())

@@ -100,7 +100,8 @@ impl Urls {
             if checkpoint_kind(OsStr::new(&name)) == Some(Checkpoint::Safetensors) {
                 known.listed.get_or_insert_with(Vec::new).push(name.clone());
             }
-            if let Some(sha) = &f.lfs_sha256 {
+            // A malformed id too: compared, it fails the file (INTEGRITY-SHA256).
+            if let Some(sha) = f.lfs_sha256.as_ref().or(f.lfs_oid_malformed.as_ref()) {
                 known.sha256.insert(name, sha.clone());
             }
         }
