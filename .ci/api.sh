@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The core library's public API (the stcheck crate: bytes -> verdict) must not change by accident: list it with cargo-public-api (from the
-# nightly rustdoc JSON) and compare with the committed listing validator/public-api.txt.
-# A deliberate change: run `STCHECK_BLESS=1 bash .ci/api.sh` and commit the new listing.
+# The public API of the library crates must not change by accident: the core (stcheck: bytes
+# -> verdict), the gate (stcheck-gate: where bytes come from, options, the driver) and the
+# printers (stcheck-print). Each is listed with cargo-public-api (from the nightly rustdoc
+# JSON) and compared with the listing committed beside the crate: validator/public-api.txt,
+# gate/public-api.txt, print/public-api.txt.
+# A deliberate change: run `STCHECK_BLESS=1 bash .ci/api.sh` and commit the new listings.
 # Installs cargo-public-api (pinned) under target/tools when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,18 +16,24 @@ fi
 if [ ! -x "$tools/bin/cargo-public-api" ]; then
     cargo install cargo-public-api --version "$version" --locked --root "$tools"
 fi
-out=$(mktemp)
-# -ss: without blanket and auto-trait impls (Send, Sync, Unpin, UnwindSafe...); the marker
-# StructuralPartialEq impls of derived PartialEq are left out too: none of them is a choice.
-PATH="$tools/bin:$PATH" cargo public-api -p stcheck -ss | grep -v 'StructuralPartialEq' > "$out"
-if [ -n "${STCHECK_BLESS:-}" ]; then
-    cp "$out" validator/public-api.txt
-    echo "validator/public-api.txt rewritten ($(wc -l < "$out") lines)"
-    exit 0
-fi
-if ! diff -u validator/public-api.txt "$out"; then
-    echo "the public API of stcheck changed (diff above): if on purpose, run"
-    echo "  STCHECK_BLESS=1 bash .ci/api.sh   and commit validator/public-api.txt"
-    exit 1
-fi
-echo "public API unchanged ($(wc -l < "$out") lines)"
+changed=0
+for pair in stcheck:validator stcheck-gate:gate stcheck-print:print; do
+    crate=${pair%%:*}
+    listing=${pair#*:}/public-api.txt
+    out=$(mktemp)
+    # -ss: without blanket and auto-trait impls (Send, Sync, Unpin, UnwindSafe...); the marker
+    # StructuralPartialEq impls of derived PartialEq are left out too: none of them is a choice.
+    PATH="$tools/bin:$PATH" cargo public-api -p "$crate" -ss | grep -v 'StructuralPartialEq' > "$out"
+    if [ -n "${STCHECK_BLESS:-}" ]; then
+        cp "$out" "$listing"
+        echo "$listing rewritten ($(wc -l < "$out") lines)"
+    elif ! diff -u "$listing" "$out"; then
+        echo "the public API of $crate changed (diff above): if on purpose, run"
+        echo "  STCHECK_BLESS=1 bash .ci/api.sh   and commit $listing"
+        changed=1
+    else
+        echo "public API of $crate unchanged ($(wc -l < "$out") lines)"
+    fi
+    rm -f "$out"
+done
+exit "$changed"

@@ -57,6 +57,15 @@ dict_of() {
     esac
 }
 
+# remote_range runs a loopback server thread and the HTTP client's threads; glibc's record of
+# their thread-local destructors (32 bytes, `__cxa_thread_atexit_impl`) outlives an input, and
+# LeakSanitizer reports it. The memory is not stcheck's; leak detection is off for that target.
+extra_of() {
+    case $1 in
+        remote_range) echo "-detect_leaks=0" ;;
+    esac
+}
+
 failed=()
 mkdir -p target/fuzz-findings
 for t in $targets; do
@@ -65,9 +74,10 @@ for t in $targets; do
     mkdir -p "$work/$t" "target/fuzz-seeds/$t"
     if [ -d "fuzz/corpus/$t" ]; then cp -R "fuzz/corpus/$t/." "$work/$t/"; fi
     dict=$(dict_of "$t")
+    extra=$(extra_of "$t")
     if (cd fuzz && STCHECK_FINDINGS_DIR="$PWD/../target/fuzz-findings" \
             cargo +nightly fuzz run -O -a "$t" "../$work/$t" "../target/fuzz-seeds/$t" -- \
-            "${flags[@]}" ${dict:+"$dict"}) \
+            "${flags[@]}" ${dict:+"$dict"} ${extra:+"$extra"}) \
             > "$log_dir/$t.log" 2>&1; then
         grep -E '^stat::number_of_executed_units|^#[0-9]+ +DONE' "$log_dir/$t.log" | tail -2 || true
     else

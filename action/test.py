@@ -5,7 +5,7 @@ replaced by the inputs, each step's `run` in bash with its `env`, and the lines 
 GITHUB_PATH put in front of PATH for the steps after it.
 
 Usage: python3 action/test.py ARTIFACTS   (a directory holding the stcheck-cli wheel and
-SHA256SUMS, as scripts/release.sh writes it). Needs PyYAML (pre-commit's environment has it).
+SHA256SUMS that lists it: `sha256sum *.whl > SHA256SUMS`). Needs PyYAML (pre-commit's environment has it).
 """
 
 import hashlib

@@ -47,6 +47,23 @@ case "${1:-}" in
       echo "version.sh: a path dependency in gate/, print/, cli/ or serve/ names another version than $version" >&2
       bad=1
     fi
+    # The lock files' entries of the path crates (no `source`), but the fuzz crate's own 0.0.0:
+    # a stale one makes every --locked build fail.
+    for lock in Cargo.lock python/Cargo.lock js/Cargo.lock fuzz/Cargo.lock; do
+      awk -v want="$version" -v lock="$lock" '
+        /^\[\[package\]\]/ { if (name != "") check(); name = ""; ver = ""; src = 0; next }
+        /^name = / { name = $3; gsub(/"/, "", name) }
+        /^version = / { ver = $3; gsub(/"/, "", ver) }
+        /^source = / { src = 1 }
+        function check() {
+          if (!src && name ~ /^stcheck/ && name != "stcheck-fuzz" && ver != want) {
+            printf "version.sh: %s has %s %s (scripts/version.sh set %s)\n", lock, name, ver, want > "/dev/stderr"
+            bad = 1
+          }
+        }
+        END { if (name != "") check(); exit bad }
+      ' "$lock" || bad=1
+    done
     grep -q "^## \[$version\]" CHANGELOG.md \
       || { echo "version.sh: CHANGELOG.md has no entry ## [$version]" >&2; bad=1; }
     exit "$bad"

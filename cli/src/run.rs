@@ -242,9 +242,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where job `i` prints: a printer of its own into memory (text, JSON Lines), whose bytes go to
-/// standard output as soon as every job before it has been written; or, for SARIF (one
-/// document, whose printer numbers its results), the shared printer, in the job's turn.
+/// Where job `i` prints: a printer of its own into memory (text, JSON Lines, GitHub commands),
+/// whose bytes go to standard output as soon as every job before it has been written; or, for
+/// SARIF (one document, whose printer numbers its results), the shared printer, in the job's
+/// turn.
 struct JobOutput<'r> {
     i: usize,
     run: &'r Run<'r>,
@@ -258,6 +259,7 @@ struct JobOutput<'r> {
 enum JobPrinter {
     Text(Text<Vec<u8>>),
     Json(JsonLines<Vec<u8>>),
+    Github(Github<Vec<u8>>),
     /// The shared printer (SARIF, GitHub annotations).
     Shared,
 }
@@ -267,6 +269,7 @@ impl JobPrinter {
         match self {
             JobPrinter::Text(p) => Some(p.get_mut()),
             JobPrinter::Json(p) => Some(p.get_mut()),
+            JobPrinter::Github(p) => Some(p.get_mut()),
             JobPrinter::Shared => None,
         }
     }
@@ -297,6 +300,7 @@ impl<'r> JobOutput<'r> {
         let p = match &mut self.printer {
             JobPrinter::Text(p) => p as &mut dyn Sink,
             JobPrinter::Json(p) => p,
+            JobPrinter::Github(p) => p,
             JobPrinter::Shared => {
                 let mut s = self.wait_first();
                 if s.broken {
@@ -471,7 +475,8 @@ impl Run<'_> {
         let printer = match self.o.format {
             Format::Text => JobPrinter::Text(Text::new(Vec::new(), self.o.print())),
             Format::Json => JobPrinter::Json(JsonLines::new(Vec::new(), self.o.print())),
-            Format::Sarif | Format::Github => JobPrinter::Shared,
+            Format::Github => JobPrinter::Github(Github::new(Vec::new())),
+            Format::Sarif => JobPrinter::Shared,
         };
         let mut sink = JobOutput {
             i,

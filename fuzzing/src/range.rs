@@ -244,11 +244,22 @@ pub fn check_remote_range(data: &[u8]) -> bool {
         Ok(Found::Index(_)) => panic!("FUZZ FINDING: a .safetensors URL taken for an index"),
         Err(_) => return false,
     };
-    assert_eq!(
+    // The size is the length the server announced, or, for a chunked body (no length
+    // announced) streamed to an early error, the bytes read before the verdict: never more
+    // than the file, and the file's length whenever the whole file was needed (a valid file).
+    assert!(
+        found.size <= file.len() as u64,
+        "FUZZ FINDING: a size of {} for a file of {} bytes",
         found.size,
-        file.len() as u64,
-        "FUZZ FINDING: a verdict on a file of the wrong length"
+        file.len()
     );
+    if found.checked.verdict.is_ok() {
+        assert_eq!(
+            found.size,
+            file.len() as u64,
+            "FUZZ FINDING: a valid verdict on a file of the wrong length"
+        );
+    }
     let config = if deep {
         Config::default().deep(true)
     } else {

@@ -338,19 +338,19 @@ const READ_ERROR_KINDS: [ReadErrorKind; 9] = [
 macro_rules! from_name {
     ($($t:ty: $all:expr;)*) => {$(
         impl std::str::FromStr for $t {
-            type Err = UnknownName;
+            type Err = $crate::UnknownName;
 
             /// The one named so by `as_str`.
-            fn from_str(s: &str) -> Result<Self, UnknownName> {
-                UnknownName::find(s, $all, <$t>::as_str)
+            fn from_str(s: &str) -> Result<Self, $crate::UnknownName> {
+                $crate::UnknownName::find(s, $all, <$t>::as_str)
             }
         }
     )*};
 }
 
+pub(crate) use from_name;
+
 from_name! {
-    crate::Profile: [crate::Profile::Strict, crate::Profile::Reference, crate::Profile::Portable];
-    crate::ReadMode: [crate::ReadMode::Mmap, crate::ReadMode::Read, crate::ReadMode::Stream];
     ReadErrorKind: READ_ERROR_KINDS;
 }
 
@@ -531,37 +531,5 @@ impl std::error::Error for ReadError {
 impl From<io::Error> for ReadError {
     fn from(e: io::Error) -> Self {
         ReadError::io(e)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{Profile, ReadMode};
-
-    #[test]
-    fn names_parse_back_and_unknown_names_list_the_known() {
-        for p in [Profile::Strict, Profile::Reference, Profile::Portable] {
-            assert_eq!(p.as_str().parse::<Profile>(), Ok(p));
-        }
-        for m in [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream] {
-            assert_eq!(m.as_str().parse::<ReadMode>(), Ok(m));
-        }
-        for k in READ_ERROR_KINDS {
-            assert_eq!(k.as_str().parse::<ReadErrorKind>(), Ok(k));
-        }
-        let e = "lax".parse::<Profile>().expect_err("no such profile");
-        assert_eq!(
-            e.to_string(),
-            "\"lax\" is not strict, reference or portable"
-        );
-        assert_eq!(
-            "Read"
-                .parse::<ReadMode>()
-                .expect_err("case matters")
-                .to_string(),
-            "\"Read\" is not mmap, read or stream"
-        );
-        assert!("nope".parse::<ReadErrorKind>().is_err());
     }
 }

@@ -33,6 +33,10 @@ impl Profile {
     }
 }
 
+crate::error::from_name! {
+    Profile: [Profile::Strict, Profile::Reference, Profile::Portable];
+}
+
 impl Checked<'_> {
     /// Whether the file is valid under `profile`: the strict verdict; the reference crate's
     /// (which must have been asked for, [`crate::Config::reference`]); or the strict verdict and, for a

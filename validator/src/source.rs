@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 
+use crate::cache::read_full_at;
 use crate::check::{require_reference, Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::frame::LENGTH_FIELD;
@@ -46,6 +47,10 @@ impl ReadMode {
             ReadMode::Stream => "stream",
         }
     }
+}
+
+crate::error::from_name! {
+    ReadMode: [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream];
 }
 
 /// Read until `buf` is full or the reader ends; the bytes read. Retries on `Interrupted`.
@@ -353,39 +358,6 @@ fn read_head_with(
     }
 }
 
-/// Fill `buf` from `file` at offset `at` with positioned reads; the bytes read (fewer only at
-/// the end of the file). Retries on `Interrupted`.
-pub(crate) fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match read_at_once(file, &mut buf[got..], at + got as u64) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
-#[cfg(unix)]
-fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, at)
-}
-
-#[cfg(windows)]
-fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, at)
-}
-
-#[cfg(not(any(unix, windows)))]
-fn read_at_once(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    use std::io::Seek;
-    let mut f = file;
-    f.seek(io::SeekFrom::Start(at))?;
-    f.read(buf)
-}
-
 /// Bytes read at a time by each thread of a split scan of a file: small enough to stay in the
 /// L2 cache between the copy and the scan, large enough that the system calls cost little.
 pub(crate) const READ_BLOCK: usize = 256 * 1024;
@@ -410,20 +382,25 @@ impl crate::deep::Region for FileRegion<'_> {
         let mut pos = at;
         let end = at + len;
         crate::cache::sequential(self.file);
+        // Whether this scan reads from the disk: from the first block that was not in the page
+        // cache on, every block is dropped behind it, as the kernel's readahead has brought the
+        // next ones in before they are asked for (they look cached, but this scan read them).
+        let mut cold = false;
+        let mut behind = crate::cache::Behind::new(at);
         while pos < end {
             let n = usize::try_from(end - pos)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
-            let (k, cold) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
+            let (k, from_disk) = crate::cache::read_noting_cold(self.file, &mut buf[..n], pos)?;
             if k < n {
                 return Err(changed());
             }
             f(&buf[..n]);
-            // A block this scan brought in from the disk leaves the page cache behind it.
-            if cold {
-                crate::cache::drop_behind(self.file, pos, n);
-            }
+            cold |= from_disk;
             pos += n as u64;
+            if cold {
+                behind.drop_to(self.file, pos, pos == end);
+            }
         }
         Ok(())
     }

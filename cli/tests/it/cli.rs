@@ -614,7 +614,13 @@ fn more_workers_than_cores_keep_the_input_order() {
         assert_eq!(many.code, 1, "-j {jobs}: {}", many.stderr);
         assert_eq!(many.stdout, one.stdout, "-j {jobs}");
     }
-    for format in [&["--format", "text"][..], &["--format", "sarif"], &["-q"]] {
+    let formats = [
+        &["--format", "text"][..],
+        &["--format", "sarif"],
+        &["--format", "github"],
+        &["-q"],
+    ];
+    for format in formats {
         let with = |jobs: &'static str| {
             let mut a = format.to_vec();
             a.extend(["-j", jobs, "."]);

@@ -4,5 +4,6 @@
 //! links one test binary per crate instead of one per file. What several crates' tests share
 //! is in `stcheck-testkit`.
 
+mod kept_corpus;
 mod regressions;
 mod smoke;

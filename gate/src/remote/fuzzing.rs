@@ -13,7 +13,7 @@ use super::RepoFile;
 /// What a parsed `http(s)://` URL shows and sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlParts {
-    /// For display ([`Url`]'s `shown`: the query as `?...`).
+    /// For display (`Url`'s `shown`: the query as `?...`).
     pub shown: String,
     /// The whole URL as requested.
     pub request_target: String,

@@ -5,7 +5,8 @@
 //!
 //! Every rejection is also run through the streaming validator, which must agree on the rule and
 //! the offset. The deep-scan rules (`DATA-BOOL`, `DATA-NONFINITE`, `DATA-POLYGLOT`) and the
-//! sharded-checkpoint rules (`INDEX-*`) have their own tests.
+//! sharded-checkpoint rules (`INDEX-*`) have their own tests. Last, the names of profiles,
+//! read modes and read-error kinds parse back (`FromStr`), and an unknown one lists the known.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -1769,4 +1770,35 @@ fn regression_total_parameters_must_be_canonical() {
         ent("t", "U8", "0", 0, 0)
     );
     clean(&file(&h, &[]));
+}
+
+#[test]
+fn names_parse_back_and_unknown_names_list_the_known() {
+    use stcheck::{Profile, ReadErrorKind, ReadMode};
+    for p in [Profile::Strict, Profile::Reference, Profile::Portable] {
+        assert_eq!(p.as_str().parse::<Profile>(), Ok(p));
+    }
+    for m in [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream] {
+        assert_eq!(m.as_str().parse::<ReadMode>(), Ok(m));
+    }
+    let e = "nope".parse::<ReadErrorKind>().expect_err("no such kind");
+    assert_eq!(e.known().len(), 9);
+    for name in e.known() {
+        assert_eq!(
+            name.parse::<ReadErrorKind>().map(ReadErrorKind::as_str),
+            Ok(*name)
+        );
+    }
+    let e = "lax".parse::<Profile>().expect_err("no such profile");
+    assert_eq!(
+        e.to_string(),
+        "\"lax\" is not strict, reference or portable"
+    );
+    assert_eq!(
+        "Read"
+            .parse::<ReadMode>()
+            .expect_err("case matters")
+            .to_string(),
+        "\"Read\" is not mmap, read or stream"
+    );
 }
