@@ -112,13 +112,58 @@ fn unread_error(e: &ReadError) -> String {
     unread(e.kind().as_str(), &e.to_string())
 }
 
+/// The longest record handed to JavaScript. A verbose record lists every tensor: a header of
+/// 1.4 million tensors made one of hundreds of megabytes, held in the module, then as a
+/// JavaScript string and its parse (1.78 GB in all). Past this, the file is not checked here.
+const MAX_RECORD: usize = 64 << 20;
+
+/// A writer that keeps at most `cap` bytes and fails past them.
+struct Bounded {
+    out: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.out.len().saturating_add(bytes.len()) > self.cap {
+            self.over = true;
+            return Err(std::io::Error::other("the record is too long"));
+        }
+        self.out.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    let mut out = b"{\"record\":".to_vec();
+    record_within(value, MAX_RECORD)
+}
+
+/// The `{"record": ...}` envelope of `value`, or `unread` when it is longer than `cap` bytes.
+fn record_within<T: serde::Serialize + ?Sized>(value: &T, cap: usize) -> String {
+    let mut out = Bounded {
+        out: b"{\"record\":".to_vec(),
+        cap,
+        over: false,
+    };
     match records::write_json(&mut out, value) {
         Ok(()) => {
+            let mut out = out.out;
             out.push(b'}');
             String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
         }
+        Err(_) if out.over => unread(
+            "io",
+            &format!(
+                "the record is longer than the {cap} bytes this WebAssembly module hands over \
+                 (a verbose record lists every tensor); check without `verbose`, or with the \
+                 stcheck command line"
+            ),
+        ),
         Err(e) => unread("io", &format!("the record could not be written: {e}")),
     }
 }
@@ -662,5 +707,21 @@ mod tests {
         let set = open_index(index(MAX_SHARDS), "").expect("options");
         let names: Vec<String> = serde_json::from_str(&set.shard_names()).expect("names");
         assert_eq!(names.len(), MAX_SHARDS);
+    }
+
+    /// Issue 35: a record longer than the bound is not handed over (an `unread` envelope),
+    /// and what is kept meanwhile stays within the bound.
+    #[test]
+    fn a_record_past_the_bound_is_not_handed_over() {
+        let names: Vec<String> = (0..1000).map(|i| format!("tensor.{i}")).collect();
+        let out = record_within(&names, 1000);
+        assert!(out.starts_with(r#"{"unread""#), "{out}");
+        assert!(out.contains("longer than the 1000 bytes"), "{out}");
+        let out = record_within(&names, MAX_RECORD);
+        assert!(
+            out.starts_with(r#"{"record":["tensor.0","#),
+            "{}",
+            out.get(..100).unwrap_or(&out)
+        );
     }
 }
