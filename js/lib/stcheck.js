@@ -112,17 +112,33 @@ async function reload() {
   loaded = true;
 }
 
+/**
+ * Free a wasm object in a `finally`. After a trap the module is being reloaded and the object
+ * may still be marked as borrowed by the call that trapped: its `free` then throws a plain
+ * Error, which must not replace the NotCheckedError the call is failing with. The instance is
+ * dropped whole by the reload.
+ */
+function release(obj) {
+  try {
+    obj?.free?.();
+  } catch {
+    // The old instance is dropped whole by the reload.
+  }
+}
+
 function guard(f) {
   if (!loaded) throw new NotCheckedError("the stcheck module is being reloaded after a failure; try again", "io");
   try {
     return f();
   } catch (e) {
-    if (e instanceof WebAssembly.RuntimeError) {
-      loaded = false;
-      reload().catch(() => {});
-      throw new NotCheckedError(`the stcheck module failed (${e.message}); it is reloaded`, "io", e);
-    }
-    throw e;
+    // The native functions return envelopes and never throw; anything thrown is the module
+    // failing: a trap (out of memory, an abort), or wasm-bindgen's glue finding its state
+    // broken by one ("attempted to take ownership of Rust value while it was borrowed"), or a
+    // string past what JavaScript holds. The instance is dropped and the call not checked.
+    if (e instanceof StcheckError) throw e;
+    loaded = false;
+    reload().catch(() => {});
+    throw new NotCheckedError(`the stcheck module failed (${e?.message ?? e}); it is reloaded`, "io", e);
   }
 }
 
@@ -251,11 +267,33 @@ export async function checkBlob(blob, options = {}) {
     const path = options.path ?? source.name ?? "-";
     return open(guard(() => stream.finish(path)), options);
   } finally {
-    stream.free?.();
+    release(stream);
   }
 }
 
 // --- URLs ---------------------------------------------------------------------------------
+
+/** The CLI's default `--timeout`: 120 s for the header, 3600 s when the data is read. */
+const DEFAULT_DEADLINE_S = 120;
+const DEFAULT_DATA_DEADLINE_S = 3600;
+
+/**
+ * The signal of a URL's check: `options.signal` when given (the caller's own deadline, or a
+ * signal that never aborts for none); else, in Node, the CLI's default deadline for the whole
+ * check (every request and body), after which the check fails as not checked, reason
+ * `timeout`. A browser's fetch is left without one, as the page decides.
+ */
+function deadline(options) {
+  if (options.signal !== undefined || !IS_NODE) return { signal: options.signal, clearDeadline() {} };
+  const data = Boolean(options.deep || options.sha256 || options.denyNonfinite);
+  const seconds = data ? DEFAULT_DATA_DEADLINE_S : DEFAULT_DEADLINE_S;
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    controller.abort(new DOMException(`the default deadline of ${seconds} s passed (pass a signal to choose another)`, "TimeoutError"));
+  }, seconds * 1000);
+  timer?.unref?.();
+  return { signal: controller.signal, clearDeadline: () => clearTimeout(timer) };
+}
 
 const FIRST_FETCH = 64 * 1024;
 const MAX_RANGE_REQUESTS = 8;
@@ -285,13 +323,15 @@ async function feedBody(resp, stream, { skip, limit, count, progress, scrub }) {
   const reader = resp.body.getReader();
   let pos = 0;
   let fed = 0;
+  // The checker said it has what it needs.
+  let satisfied = false;
   try {
     while (pos < skip + limit) {
       let step;
       try {
         step = await reader.read();
       } catch (e) {
-        throw new NotCheckedError(scrub(`reading the response failed after ${pos} bytes: ${e?.cause?.message ?? e?.message ?? e}`));
+        throw new NotCheckedError(scrub(`reading the response failed after ${pos} bytes: ${e?.cause?.message ?? e?.message ?? e}`), fetchFailure(e));
       }
       const { done, value } = step;
       if (done) break;
@@ -304,9 +344,26 @@ async function feedBody(resp, stream, { skip, limit, count, progress, scrub }) {
       fed += piece.length;
       const more = guard(() => stream.feed(piece));
       progress(piece.length);
-      if (!more) return { fed, ended: false, more: false };
+      // The checker has what it needs: the rest of the announced body is dropped unread.
+      if (!more) {
+        if (pos < skip + limit) return { fed, ended: false, more: false, extra: false };
+        satisfied = true;
+        break;
+      }
     }
-    return { fed, ended: pos < skip + limit, more: true, extra: pos > skip + limit };
+    if (pos < skip + limit) return { fed, ended: true, more: true, extra: false };
+    // As long as announced: one more read tells whether the body goes on (a body longer than
+    // its Content-Range or Content-Length is not the file's bytes).
+    let extra = pos > skip + limit;
+    if (!extra) {
+      try {
+        const step = await reader.read();
+        extra = !step.done && step.value.length > 0;
+      } catch (e) {
+        throw new NotCheckedError(scrub(`reading the response failed after ${pos} bytes: ${e?.cause?.message ?? e?.message ?? e}`), fetchFailure(e));
+      }
+    }
+    return { fed, ended: false, more: !satisfied, extra };
   } finally {
     await reader.cancel().catch(() => {});
   }
@@ -365,7 +422,7 @@ export async function checkUrl(url, options = {}) {
       headers.set("Accept-Encoding", "identity");
       let resp;
       try {
-        resp = await doFetch(target, { headers, signal: options.signal, redirect: manual ? "manual" : "follow" });
+        resp = await doFetch(target, { headers, signal, redirect: manual ? "manual" : "follow" });
       } catch (e) {
         fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`, fetchFailure(e));
       }
@@ -388,6 +445,7 @@ export async function checkUrl(url, options = {}) {
       redirects += 1;
     }
   };
+  const { signal, clearDeadline } = deadline(options);
   try {
     let rangeRequests = 0;
     for (;;) {
@@ -419,6 +477,7 @@ export async function checkUrl(url, options = {}) {
         }
         const r = await feedBody(resp, stream, { skip: 0, limit: span, count, progress: report, scrub });
         if (r.more && r.ended) fail(`the body ended after ${r.fed} bytes, shorter than the ${span} announced`);
+        if (r.extra) fail(`the body is longer than the ${span} bytes of its Content-Range (bytes ${cr.start}-${cr.end}/${cr.total})`);
         if (!r.more) break;
         if (have >= total) break;
         continue;
@@ -442,7 +501,7 @@ export async function checkUrl(url, options = {}) {
         if (stream === null) stream = guard(() => api.openStream(json, total));
         const r = await feedBody(resp, stream, { skip: have, limit: total - have, count, progress: report, scrub });
         if (r.more && r.ended) fail(`the body ended after ${have} bytes, shorter than the ${total} announced`);
-        if (r.more && r.extra) fail(`the body is longer than the ${total} bytes announced`);
+        if (r.extra) fail(`the body is longer than the ${total} bytes announced`);
         break;
       }
       failStatus(resp.status, `unexpected HTTP ${resp.status} to a range request`);
@@ -450,7 +509,8 @@ export async function checkUrl(url, options = {}) {
     const path = options.path ?? shown;
     return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects)), options);
   } finally {
-    stream?.free?.();
+    clearDeadline();
+    release(stream);
   }
 }
 
@@ -477,6 +537,8 @@ export async function checkIndex(indexBytes, readShard, options = {}) {
       }
     }
     const names = JSON.parse(guard(() => session.shardNames()));
+    // An index naming more shards than the module checks in one set: `{"unread": ...}`.
+    if (!Array.isArray(names)) throw new NotCheckedError(names.unread?.message ?? "the index's shards could not be listed", names.unread?.reason ?? "io");
     for (const name of names) {
       let got;
       try {
@@ -497,7 +559,7 @@ export async function checkIndex(indexBytes, readShard, options = {}) {
         if (!(e instanceof NotCheckedError)) throw e;
         guard(() => session.shardUnreadable(name, e.reason, e.message));
       } finally {
-        stream.free?.();
+        release(stream);
       }
     }
     const path = options.path ?? "model.safetensors.index.json";
@@ -505,7 +567,7 @@ export async function checkIndex(indexBytes, readShard, options = {}) {
     const dir = slash >= 0 ? path.slice(0, slash + 1) : "";
     return open(guard(() => session.finish(path, dir)), options);
   } finally {
-    session.free?.();
+    release(session);
   }
 }
 

@@ -112,13 +112,58 @@ fn unread_error(e: &ReadError) -> String {
     unread(e.kind().as_str(), &e.to_string())
 }
 
+/// The longest record handed to JavaScript. A verbose record lists every tensor: a header of
+/// 1.4 million tensors made one of hundreds of megabytes, held in the module, then as a
+/// JavaScript string and its parse (1.78 GB in all). Past this, the file is not checked here.
+const MAX_RECORD: usize = 64 << 20;
+
+/// A writer that keeps at most `cap` bytes and fails past them.
+struct Bounded {
+    out: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.out.len().saturating_add(bytes.len()) > self.cap {
+            self.over = true;
+            return Err(std::io::Error::other("the record is too long"));
+        }
+        self.out.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    let mut out = b"{\"record\":".to_vec();
+    record_within(value, MAX_RECORD)
+}
+
+/// The `{"record": ...}` envelope of `value`, or `unread` when it is longer than `cap` bytes.
+fn record_within<T: serde::Serialize + ?Sized>(value: &T, cap: usize) -> String {
+    let mut out = Bounded {
+        out: b"{\"record\":".to_vec(),
+        cap,
+        over: false,
+    };
     match records::write_json(&mut out, value) {
         Ok(()) => {
+            let mut out = out.out;
             out.push(b'}');
             String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
         }
+        Err(_) if out.over => unread(
+            "io",
+            &format!(
+                "the record is longer than the {cap} bytes this WebAssembly module hands over \
+                 (a verbose record lists every tensor); check without `verbose`, or with the \
+                 stcheck command line"
+            ),
+        ),
         Err(e) => unread("io", &format!("the record could not be written: {e}")),
     }
 }
@@ -165,6 +210,9 @@ pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> St
         Ok(r) => r,
         Err(m) => return usage(&m),
     };
+    if let Some(e) = header_too_large(bytes, &r.config) {
+        return unread_error(&e);
+    }
     if file_len < 0.0 {
         let checked = Checker::check_slice(&r.config, bytes);
         return finish_record(Ok(checked), path, &r, None);
@@ -212,6 +260,29 @@ fn finish_record(
     }
 }
 
+/// The longest header this module checks. The core holds the header and builds its parse
+/// from it (about [`stcheck::limits::MEMORY_FACTOR_PER_HEADER_BYTE`] bytes per header byte, and
+/// the record beside): a header of a gigabyte, allowed by a raised `maxHeaderSize`, would take
+/// the module past its 4 GiB of memory and end it. Past this, the file is not checked.
+const MAX_HEADER: u64 = 256 << 20;
+
+/// Why a file whose first bytes are `first` is not checked here: its length field announces a
+/// header longer than [`MAX_HEADER`] that the options allow (one past their limit is the
+/// core's `FRAME-HEADER-LIMIT`, decided without reading it).
+fn header_too_large(first: &[u8], config: &Config) -> Option<ReadError> {
+    let n = u64::from_le_bytes(first.get(..8)?.try_into().ok()?);
+    (n > MAX_HEADER && n <= config.header_limit()).then(|| {
+        ReadError::new(
+            ReadErrorKind::Io,
+            format!(
+                "the header is {n} bytes long, more than the {MAX_HEADER} bytes this \
+                 WebAssembly module checks (its memory is bounded); check the file with the \
+                 stcheck command line"
+            ),
+        )
+    })
+}
+
 /// One file fed in order to the core's one checker (`stcheck::Checker`): by a `Blob`'s
 /// slices, a response body's chunks, or bytes at once.
 #[wasm_bindgen]
@@ -220,6 +291,10 @@ pub struct Stream {
     checker: Option<Checker<'static>>,
     resolved: Resolved,
     len: u64,
+    /// The file's first bytes, up to the length field's 8.
+    head: Vec<u8>,
+    /// Set when the length field announces a header longer than [`MAX_HEADER`].
+    refused: Option<ReadError>,
 }
 
 impl Stream {
@@ -228,12 +303,17 @@ impl Stream {
             checker: Some(Checker::new(&resolved.config).with_len(len)),
             resolved,
             len,
+            head: Vec::with_capacity(8),
+            refused: None,
         }
     }
 
     /// Bytes still wanted before the file's end: `Some(n)` when the checker wants more and
     /// the file has them.
     fn still_wanted(&self) -> Option<u64> {
+        if self.refused.is_some() {
+            return None;
+        }
         let c = self.checker.as_ref()?;
         let want = c.wanted()?;
         let left = self.len.saturating_sub(c.consumed());
@@ -241,6 +321,10 @@ impl Stream {
     }
 
     fn take_checked(&mut self) -> Result<Checked<'static>, ReadError> {
+        if let Some(e) = self.refused.take() {
+            self.checker = None;
+            return Err(e);
+        }
         match self.checker.take() {
             Some(c) => c.try_finish(),
             None => Err(ReadError::new(
@@ -269,6 +353,14 @@ impl Stream {
 
     /// Feed the next bytes of the file; returns whether more are wanted.
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        if self.head.len() < 8 {
+            let n = (8 - self.head.len()).min(bytes.len());
+            self.head.extend(bytes.iter().take(n));
+            self.refused = header_too_large(&self.head, &self.resolved.config);
+        }
+        if self.refused.is_some() {
+            return false;
+        }
         match self.checker.as_mut() {
             Some(c) => c.feed(bytes) == Need::More && self.still_wanted().is_some(),
             None => false,
@@ -308,6 +400,11 @@ impl Stream {
     }
 }
 
+/// The most distinct shards a set checked here may name. The largest published checkpoints
+/// have some thousands; a set's record holds an entry per shard, so an index naming millions
+/// (all missing) would make a record of gigabytes, past the module's 4 GiB of memory.
+const MAX_SHARDS: usize = 100_000;
+
 /// A sharded set being checked: the index's bytes, and its shards' results as the wrapper
 /// checks them (each through a [`Stream`]), then the set's rules over them
 /// (`stcheck::index`), the same as `stcheck --json` on the index.
@@ -338,16 +435,31 @@ pub fn open_index(index: Vec<u8>, options: &str) -> Option<IndexSession> {
 impl IndexSession {
     /// The shard file names the index names, each once, in the index's order, without the
     /// names that are not plain file names (those are findings, never read): a JSON array.
+    /// An index naming more than [`MAX_SHARDS`] shards is not checked (an `unread` envelope):
+    /// the set's record, with an entry per shard, would not fit in the module's memory.
     #[wasm_bindgen(js_name = shardNames)]
     pub fn shard_names(&self) -> String {
         let mut names: Vec<String> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         stcheck::index::visit_shard_names(&self.index, &self.resolved.config, &mut |name| {
             if check_shard_name(name).is_ok() && seen.insert(name.to_owned()) {
+                if names.len() == MAX_SHARDS {
+                    return std::ops::ControlFlow::Break(());
+                }
                 names.push(name.to_owned());
             }
             std::ops::ControlFlow::Continue(())
         });
+        if seen.len() > MAX_SHARDS {
+            return unread(
+                "io",
+                &format!(
+                    "the index names more than {MAX_SHARDS} shards, more than this WebAssembly \
+                     module checks in one set (its memory is bounded); check it with the \
+                     stcheck command line"
+                ),
+            );
+        }
         serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned())
     }
 
@@ -550,5 +662,66 @@ mod tests {
         assert!(d["io_error"]
             .as_str()
             .is_some_and(|m| m.contains("the read failed")));
+    }
+
+    /// Issue 35: a length field announcing a header past [`MAX_HEADER`] (that a raised
+    /// `maxHeaderSize` allows) stops the stream before the header is buffered: not checked.
+    /// Under the options' own limit it is the core's `FRAME-HEADER-LIMIT`.
+    #[test]
+    fn a_header_past_the_module_bound_is_not_checked() {
+        let n: u64 = 1_200_000_000;
+        let mut head = n.to_le_bytes().to_vec();
+        head.extend_from_slice(b"{   ");
+        head.resize(stcheck::limits::HEAD_LEN, b' ');
+        let raised = r#"{"maxHeaderSize":2000000000}"#;
+        let mut s = open_stream(raised, (n + 8) as f64).expect("stream");
+        assert!(s.feed(head.get(..3).unwrap_or_default()));
+        assert!(!s.feed(head.get(3..).unwrap_or_default()));
+        assert_eq!(s.wanted(), 0.0);
+        let out = s.finish("x.safetensors");
+        assert!(out.contains(r#""unread""#), "{out}");
+        assert!(out.contains("more than the 268435456 bytes"), "{out}");
+        let out = check_bytes(&head, (n + 8) as f64, "x", raised);
+        assert!(out.contains("more than the 268435456 bytes"), "{out}");
+        let out = check_bytes(&head, (n + 8) as f64, "x", "");
+        assert!(out.contains("FRAME-HEADER-LIMIT"), "{out}");
+    }
+
+    /// Issue 35: an index naming more than [`MAX_SHARDS`] shards is not checked; at the cap
+    /// its names are listed.
+    #[test]
+    fn an_index_past_the_shard_bound_is_not_checked() {
+        let index = |n: usize| {
+            let entries: Vec<String> = (0..n)
+                .map(|i| format!(r#""t{i}":"s{i}.safetensors""#))
+                .collect();
+            format!(r#"{{"weight_map":{{{}}}}}"#, entries.join(",")).into_bytes()
+        };
+        let set = open_index(index(MAX_SHARDS + 1), "").expect("options");
+        let out = set.shard_names();
+        assert!(
+            out.starts_with(r#"{"unread""#),
+            "{}",
+            out.get(..200).unwrap_or(&out)
+        );
+        let set = open_index(index(MAX_SHARDS), "").expect("options");
+        let names: Vec<String> = serde_json::from_str(&set.shard_names()).expect("names");
+        assert_eq!(names.len(), MAX_SHARDS);
+    }
+
+    /// Issue 35: a record longer than the bound is not handed over (an `unread` envelope),
+    /// and what is kept meanwhile stays within the bound.
+    #[test]
+    fn a_record_past_the_bound_is_not_handed_over() {
+        let names: Vec<String> = (0..1000).map(|i| format!("tensor.{i}")).collect();
+        let out = record_within(&names, 1000);
+        assert!(out.starts_with(r#"{"unread""#), "{out}");
+        assert!(out.contains("longer than the 1000 bytes"), "{out}");
+        let out = record_within(&names, MAX_RECORD);
+        assert!(
+            out.starts_with(r#"{"record":["tensor.0","#),
+            "{}",
+            out.get(..100).unwrap_or(&out)
+        );
     }
 }

@@ -192,3 +192,54 @@ test("hostile indexes and streamed files: no input ends the module", async () =>
     assert.ok(r.status === "valid" || r.status === "invalid");
   }
 });
+
+// Issue 35: an index naming millions of missing shards made a record past the module's
+// memory (the module aborted, then `session.free` threw a plain Error). Past the cap of
+// shards one set may name, the set is not checked, before any shard is read.
+test("an index naming more shards than the module checks in one set is not checked", async () => {
+  const n = 100_001;
+  const entries = [];
+  for (let i = 0; i < n; i += 1) entries.push(`"t${i}":"s${i}.safetensors"`);
+  const index = new TextEncoder().encode(`{"weight_map":{${entries.join(",")}}}`);
+  let reads = 0;
+  await assert.rejects(st.checkIndex(index, () => { reads += 1; return null; }), (e) => {
+    assert.ok(e instanceof st.NotCheckedError, String(e));
+    assert.match(e.message, /more than 100000 shards/);
+    return true;
+  });
+  assert.equal(reads, 0);
+  // At the cap, the set is checked: every shard missing.
+  const at = new TextEncoder().encode(`{"weight_map":{${entries.slice(0, 100_000).join(",")}}}`);
+  const r = await st.checkIndex(at, () => { reads += 1; return null; });
+  assert.equal(reads, 100_000);
+  assert.equal(r.status, "invalid");
+});
+
+// Issue 35: a header of 1.2 GB (allowed by a raised maxHeaderSize) took the module past its
+// memory. Past the module's own bound the file is not checked, before the header is read.
+test("a header longer than the module holds is not checked, before it is read", async () => {
+  const n = 1_200_000_000;
+  const first = new Uint8Array(512).fill(0x20);
+  new DataView(first.buffer).setBigUint64(0, BigInt(n), true);
+  first[8] = 0x7b; // "{"
+  let asked = 0;
+  const source = {
+    size: n + 8,
+    async read(pos, len) {
+      asked += len;
+      const out = new Uint8Array(Math.min(len, 1 << 20)).fill(0x20);
+      if (pos < first.length) out.set(first.subarray(pos, Math.min(first.length, pos + out.length)));
+      return out;
+    },
+  };
+  const refused = (e) => {
+    assert.ok(e instanceof st.NotCheckedError, String(e));
+    assert.match(e.message, /the header is 1200000000 bytes long, more than the 268435456 bytes/);
+    return true;
+  };
+  await assert.rejects(st.checkBlob(source, { maxHeaderSize: 2_000_000_000 }), refused);
+  assert.ok(asked <= 512, `${asked} bytes asked for`);
+  assert.throws(() => st.checkHeader(first, n + 8, { maxHeaderSize: 2_000_000_000 }), refused);
+  // Under the default limit the same length field is the core's verdict, FRAME-HEADER-LIMIT.
+  assert.equal(st.checkHeader(first, n + 8).error.rule, "FRAME-HEADER-LIMIT");
+});

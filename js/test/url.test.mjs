@@ -60,6 +60,12 @@ const MODES = {
     res.writeHead(200, { "transfer-encoding": "chunked" });
     res.end(bytes);
   },
+  longer: (req, res, bytes) => {
+    // A 206 whose body goes on past its Content-Range (no Content-Length: chunked).
+    const [a, b] = askedRange(req, bytes);
+    res.writeHead(206, { "content-range": `bytes ${a}-${b}/${bytes.length}` });
+    res.end(Buffer.concat([bytes.subarray(a, b + 1), Buffer.alloc(16, 0x20)]));
+  },
   trickle: (req, res, bytes) => {
     // Ranges of 3 bytes whatever is asked: bounded by the number of range requests.
     const [a] = askedRange(req, bytes);
@@ -168,6 +174,8 @@ test("misbehaving servers: not checked, with the reason", { timeout: 60_000 }, a
     ["gzip", path, {}, /Content-Encoding br/],
     ["nolength", path, {}, /did not say how long the file is/],
     ["trickle", path, { firstFetch: 3 }, /ranges are too short/],
+    ["longer", path, {}, /longer than the \d+ bytes of its Content-Range/],
+    ["longer", path, { deep: true }, /longer than the \d+ bytes of its Content-Range/],
   ];
   for (const [mode, p, options, message] of cases) {
     await assert.rejects(st.checkUrl(url(mode, p), options), (e) => {
@@ -300,4 +308,48 @@ test("a 404, a timeout and a TLS failure are three documented reasons", { timeou
     await new Promise((ok) => tls.close(ok));
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// Issue 35: in Node, a check without a signal has the CLI's default deadline (120 s for the
+// header, 3600 s when the data is read), not none. The clock is node:test's mock timers and
+// the server a fetch that never answers, so nothing here waits for real time.
+test("without a signal, checkUrl in Node has the CLI's default deadline; a signal given replaces it", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const signals = [];
+  const silent = (u, init) => new Promise((ok, fail) => {
+    signals.push(init.signal);
+    init.signal?.addEventListener("abort", () => fail(init.signal.reason), { once: true });
+  });
+  const watch = (p) => {
+    const state = { settled: false };
+    p.then(() => { state.settled = true; }, () => { state.settled = true; });
+    return state;
+  };
+  const flush = () => new Promise((ok) => setImmediate(ok));
+  const target = "http://127.0.0.1:9/x.safetensors";
+  for (const [options, seconds] of [[{}, 120], [{ deep: true }, 3600], [{ sha256: true }, 3600]]) {
+    const p = st.checkUrl(target, { ...options, fetch: silent });
+    const state = watch(p);
+    await flush();
+    assert.ok(signals.at(-1) instanceof AbortSignal, "the request has a signal");
+    t.mock.timers.tick(seconds * 1000 - 1);
+    await flush();
+    assert.equal(state.settled, false, `${JSON.stringify(options)}: settled before ${seconds} s`);
+    t.mock.timers.tick(1);
+    await assert.rejects(p, (e) => {
+      assert.ok(e instanceof st.NotCheckedError, String(e));
+      assert.equal(e.reason, "timeout");
+      return true;
+    });
+  }
+  const controller = new AbortController();
+  const p = st.checkUrl(target, { fetch: silent, signal: controller.signal });
+  const state = watch(p);
+  await flush();
+  assert.equal(signals.at(-1), controller.signal);
+  t.mock.timers.tick(3600 * 1000);
+  await flush();
+  assert.equal(state.settled, false, "the default deadline applied beside the signal given");
+  controller.abort();
+  await assert.rejects(p, st.NotCheckedError);
 });

@@ -20,6 +20,11 @@
 //!   content) but tool execution notifications of level `error` in the run's invocation, with
 //!   the reason code as the descriptor ID; `executionSuccessful` is then false. At most
 //!   [`MAX_NOTIFICATIONS`] are listed; one more notification counts the rest.
+//! - **A weight file of another format** (a pickle `pytorch_model.bin`: loading one can run
+//!   code) is such a path too, and also a result of its own, [`FORMAT_OTHER`] at level `error`
+//!   located on the file, so that code scanning shows an alert on it. Its rule is the last of
+//!   the driver's rules, after [`Rule::ALL`]. With `--allow-other-formats` such files are not
+//!   reported at all.
 //!
 //! Results are written as they are produced; only the notifications wait for the end of the
 //! log, so memory does not grow with the number of results.
@@ -36,7 +41,7 @@ use crate::spec::{one_line, RuleText};
 use stcheck::index::{IndexReport, ShardOutcome};
 use stcheck::reference::Verdict;
 use stcheck::Checked;
-use stcheck::{Error, Finding, Location as At, ReadError};
+use stcheck::{Error, Finding, Location as At, ReadError, ReadErrorKind};
 use stcheck::{Rule, Severity};
 use stcheck_gate::{Place, Shown, Sink, Status, Unchecked, Via};
 
@@ -52,6 +57,10 @@ pub(crate) const MAX_NOTIFICATIONS: usize = 1000;
 
 /// The base ID of relative artifact locations: the working directory of the run.
 pub(crate) const SRCROOT: &str = "%SRCROOT%";
+
+/// The rule ID of the result for a weight file of another format than safetensors (not a rule
+/// of SPEC.md's checks: the file is not checked, but the log shows it as an alert on the file).
+pub(crate) const FORMAT_OTHER: &str = "FORMAT-OTHER";
 
 /// A result's or notification's level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -174,6 +183,48 @@ impl RuleDescriptor {
     }
 }
 
+impl RuleDescriptor {
+    /// The descriptor of [`FORMAT_OTHER`]: a weight file in another format, not checked.
+    pub(crate) fn other_format() -> Self {
+        let short =
+            "A weight file in another format than safetensors was found; it was not checked.";
+        let statement = "A file named or made like a weight file of another format (a PyTorch \
+            pickle `.bin` or `.pt`, GGUF, ONNX, ...) is not safetensors, and a safetensors gate \
+            cannot check it. It makes the run exit 2 (not checked, SPEC.md section 7) unless \
+            `--allow-other-formats` is given.";
+        let rationale = "Loading a pickle can run arbitrary code: a repository that ships one \
+            beside (or instead of) safetensors weights gives its users a way to run the \
+            uploader's code. Convert the weights to safetensors and remove the file, or pass \
+            `--allow-other-formats` to accept such files unseen.";
+        RuleDescriptor {
+            id: FORMAT_OTHER,
+            name: "OtherFormat".to_owned(),
+            short_description: MultiformatMessage {
+                text: short.to_owned(),
+                markdown: None,
+            },
+            full_description: MultiformatMessage {
+                text: statement.to_owned(),
+                markdown: None,
+            },
+            help: MultiformatMessage {
+                text: format!("Rationale: {rationale}"),
+                markdown: Some(format!(
+                    "### {FORMAT_OTHER}: a weight file in another format\n\n{statement}\n\n\
+                     **Rationale.** {rationale}"
+                )),
+            },
+            default_configuration: Configuration {
+                level: Level::Error,
+            },
+            properties: RuleProperties {
+                kind: "other_format",
+                tags: ["safetensors", "security"],
+            },
+        }
+    }
+}
+
 /// `tool.driver`: stcheck, its version and every rule.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -187,7 +238,8 @@ pub(crate) struct Driver {
     /// Where to learn about stcheck: the package's repository.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) information_uri: Option<&'static str>,
-    /// Every rule of [`Rule::ALL`], in order (a result's `ruleIndex` is its place here).
+    /// Every rule of [`Rule::ALL`], in order (a result's `ruleIndex` is its place here), then
+    /// [`FORMAT_OTHER`].
     pub(crate) rules: Vec<RuleDescriptor>,
 }
 
@@ -199,7 +251,11 @@ impl Driver {
             version: env!("CARGO_PKG_VERSION"),
             semantic_version: env!("CARGO_PKG_VERSION"),
             information_uri: Some(env!("CARGO_PKG_REPOSITORY")).filter(|u| !u.is_empty()),
-            rules: Rule::ALL.iter().map(|&r| RuleDescriptor::new(r)).collect(),
+            rules: Rule::ALL
+                .iter()
+                .map(|&r| RuleDescriptor::new(r))
+                .chain([RuleDescriptor::other_format()])
+                .collect(),
         }
     }
 }
@@ -333,7 +389,7 @@ impl Location<'_> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ResultProperties<'a> {
-    /// `"malformed"` or `"invalid"`.
+    /// `"malformed"`, `"invalid"`, `"integrity"` or (for [`FORMAT_OTHER`]) `"other_format"`.
     pub(crate) kind: &'static str,
     /// The tensor the finding is about, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -500,6 +556,33 @@ impl<'a> SarifResult<'a> {
     /// The result of a file's error.
     pub(crate) fn error(e: &'a Error, target: Target<'_>) -> Self {
         SarifResult::new(e.finding(), true, target)
+    }
+
+    /// The [`FORMAT_OTHER`] result of a weight file of another format, at its first byte.
+    pub(crate) fn other_format(
+        file: Option<&ArtifactLocation>,
+        shown: &str,
+        why: &ReadError,
+    ) -> Self {
+        SarifResult {
+            rule_id: FORMAT_OTHER,
+            rule_index: Rule::ALL.len(),
+            level: Level::Error,
+            message: Message::new(sentence(format!("{shown}: not checked: {why}"))),
+            locations: file
+                .map(|f| Location::at(f.clone(), Some(0)))
+                .into_iter()
+                .collect(),
+            related_locations: Vec::new(),
+            properties: ResultProperties {
+                kind: "other_format",
+                tensor: None,
+                shard: None,
+                promoted_warning: false,
+                reference_verdict: None,
+                reference_divergence: None,
+            },
+        }
     }
 }
 
@@ -686,19 +769,24 @@ impl<W: Write> SarifWriter<W> {
     }
 
     /// A path or URL that could not be checked (listed at the end of the log, in the
-    /// invocation).
+    /// invocation). A weight file of another format is also a [`FORMAT_OTHER`] result, written
+    /// now.
     pub(crate) fn not_checked(
         &mut self,
         file: Option<&ArtifactLocation>,
         shown: &str,
         why: &ReadError,
-    ) {
+    ) -> io::Result<()> {
+        if why.kind() == ReadErrorKind::OtherFormat {
+            self.result(&SarifResult::other_format(file, shown, why))?;
+        }
         if self.notifications.len() < MAX_NOTIFICATIONS {
             self.notifications
                 .push(Notification::not_checked(file, shown, why));
         } else {
             self.omitted_notifications += 1;
         }
+        Ok(())
     }
 
     /// Close the log with the invocation: `exitCode`, `executionSuccessful` (false when a path
@@ -815,17 +903,13 @@ impl<W: Write> Sink for SarifWriter<W> {
         let file = location_of(at);
         match (outcome, shards, &file) {
             (Ok(rep), Some(shards), Some(file)) => self.index(file, &shards, rep),
-            (Err(e), _, _) => {
-                self.not_checked(file.as_ref(), at.text, e);
-                Ok(())
-            }
+            (Err(e), _, _) => self.not_checked(file.as_ref(), at.text, e),
             _ => Ok(()),
         }
     }
 
     fn not_checked(&mut self, at: &Shown<'_>, why: &ReadError, _how: Unchecked) -> io::Result<()> {
-        SarifWriter::not_checked(self, location_of(at).as_ref(), at.text, why);
-        Ok(())
+        SarifWriter::not_checked(self, location_of(at).as_ref(), at.text, why)
     }
 }
 
@@ -874,7 +958,8 @@ mod tests {
     #[test]
     fn every_rule_is_described() {
         let d = Driver::stcheck();
-        assert_eq!(d.rules.len(), Rule::ALL.len());
+        assert_eq!(d.rules.len(), Rule::ALL.len() + 1);
+        assert_eq!(d.rules[Rule::ALL.len()].id, FORMAT_OTHER);
         for (r, rule) in d.rules.iter().zip(Rule::ALL) {
             assert_eq!(r.id, rule.id());
             assert_eq!(

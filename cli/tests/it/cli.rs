@@ -1459,7 +1459,7 @@ fn sarif_golden_schema_valid_one_result_per_finding() {
     let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
     let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
     let all: Vec<&str> = stcheck::Rule::ALL.iter().map(|r| r.id()).collect();
-    assert_eq!(ids, all);
+    assert_eq!(ids, [&all[..], &["FORMAT-OTHER"]].concat());
     for r in run["results"].as_array().into_iter().flatten() {
         let i = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;
         assert_eq!(rules[i]["id"], r["ruleId"]);
@@ -1528,6 +1528,79 @@ fn sarif_golden_schema_valid_one_result_per_finding() {
         "sarif.json",
         &format!("{}\n", serde_json::to_string_pretty(&stable).expect("JSON")),
     );
+}
+
+/// A pickle weight file found by a walk is an alert on the file (a `FORMAT-OTHER` result of
+/// level `error`, with its rule in the driver), as well as a path not checked; the text and JSON
+/// outputs and the exit code are those of a path not checked; `--allow-other-formats` accepts
+/// it unseen.
+#[test]
+fn sarif_other_format_is_a_result_on_the_file() {
+    let dir = tempdir("sarif-other");
+    let models = dir.join("models");
+    fs::create_dir_all(&models).expect("mkdir");
+    fs::write(models.join("valid.safetensors"), valid_file()).expect("write");
+    // A protocol-2 pickle: PROTO 2, EMPTY_DICT, STOP.
+    fs::write(models.join("pytorch_model.bin"), [0x80u8, 2, b'}', b'.']).expect("write");
+
+    let out = run_in(&dir, &["--format", "sarif", "models"], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let log: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    assert_schema_valid(&log);
+    let run = &log["runs"][0];
+    let results = run["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1, "{results:?}");
+    let r = &results[0];
+    assert_eq!(r["ruleId"], "FORMAT-OTHER");
+    assert_eq!(r["level"], "error");
+    let at = &r["locations"][0]["physicalLocation"];
+    assert_eq!(at["artifactLocation"]["uri"], "models/pytorch_model.bin");
+    assert_eq!(at["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(at["region"]["byteOffset"], 0);
+    assert!(
+        r["message"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("pytorch_model.bin: not checked: ")),
+        "{r}"
+    );
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    let rule = &rules[r["ruleIndex"].as_u64().expect("ruleIndex") as usize];
+    assert_eq!(rule["id"], "FORMAT-OTHER");
+    assert_eq!(rule["defaultConfiguration"]["level"], "error");
+    assert!(
+        rule["help"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("run arbitrary code")),
+        "{rule}"
+    );
+    // Still a path not checked, and the run did not succeed.
+    let inv = &run["invocations"][0];
+    assert_eq!(inv["exitCode"], 2);
+    assert_eq!(inv["executionSuccessful"], false);
+    assert_eq!(
+        inv["toolExecutionNotifications"][0]["descriptor"]["id"],
+        "other_format"
+    );
+
+    // The other formats say what they said before, with the same exit code.
+    let text = run_in(&dir, &["models"], None);
+    assert_eq!(text.code, 2, "{}", text.stderr);
+    assert!(!text.stdout.contains("FORMAT-OTHER"), "{}", text.stdout);
+    let json = run_in(&dir, &["--json", "models"], None);
+    assert_eq!(json.code, 2, "{}", json.stderr);
+    assert!(!json.stdout.contains("FORMAT-OTHER"), "{}", json.stdout);
+
+    // Allowed: no result, no notification.
+    let out = run_in(
+        &dir,
+        &["--format", "sarif", "--allow-other-formats", "models"],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    assert_schema_valid(&log);
+    assert_eq!(log["runs"][0]["results"], serde_json::json!([]));
+    assert!(log["runs"][0]["invocations"][0]["toolExecutionNotifications"].is_null());
 }
 
 #[test]
