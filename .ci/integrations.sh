@@ -45,7 +45,10 @@ d = sys.argv[1]
 load = lambda name: json.load(open(f"{d}/{name}", encoding="utf-8"))
 # validate: no result of level error or warning (a result without a level is a warning).
 found = [r for run in load("corpus.validation.sarif")["runs"] for r in run.get("results", [])]
-bad = [r for r in found if r.get("level", "warning") in ("error", "warning")]
+# SARIF2005 (the tool names no informationUri) is the one warning expected: the project has no
+# public home yet (RELEASING.md), and the log names no address that does not exist.
+expected = {"SARIF2005"}
+bad = [r for r in found if r.get("level", "warning") in ("error", "warning") and r["ruleId"] not in expected]
 for r in bad:
     print(r["ruleId"], r.get("message", {}).get("arguments") or r.get("message"), file=sys.stderr)
 if bad:
