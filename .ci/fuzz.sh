@@ -53,7 +53,8 @@ flags=(
 dict_of() {
     case $1 in
         validate | stream | differential | fast_path | remote_index) echo "-dict=$PWD/fuzz/dict/safetensors.dict" ;;
-        address | hub_listing | content_range | glob) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
+        address | hub_listing | content_range | glob | serve_query) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
+        serve_clamd) echo "-dict=$PWD/fuzz/dict/clamd.dict" ;;
     esac
 }
 

@@ -28,7 +28,8 @@ for t in $(cd fuzz && cargo fuzz list); do
     fi
     case $t in
         validate | stream | differential | fast_path | remote_index) cp fuzz/dict/safetensors.dict "$OUT/$t.dict" ;;
-        address | hub_listing | content_range | glob) cp fuzz/dict/web.dict "$OUT/$t.dict" ;;
+        address | hub_listing | content_range | glob | serve_query) cp fuzz/dict/web.dict "$OUT/$t.dict" ;;
+        serve_clamd) cp fuzz/dict/clamd.dict "$OUT/$t.dict" ;;
     esac
     # Inputs are capped as CI caps them.
     printf '[libfuzzer]\nmax_len = 65536\nrss_limit_mb = 2048\nmalloc_limit_mb = 512\n' > "$OUT/$t.options"

@@ -24,7 +24,7 @@ fn each_input(target: &str, check: &dyn Fn(&[u8])) -> usize {
 
 #[test]
 fn kept_corpora_pass_their_checks() {
-    let targets: [Target<'_>; 10] = [
+    let targets: [Target<'_>; 12] = [
         ("validate", &|b| stcheck_fuzzing::check_validate(b)),
         ("stream", &|b| stcheck_fuzzing::check_stream_input(b)),
         ("differential", &|b| {
@@ -48,6 +48,12 @@ fn kept_corpora_pass_their_checks() {
         }),
         ("remote_range", &|b| {
             stcheck_fuzzing::check_remote_range(b);
+        }),
+        ("serve_clamd", &|b| {
+            stcheck_fuzzing::check_clamd(b);
+        }),
+        ("serve_query", &|b| {
+            stcheck_fuzzing::check_query(b);
         }),
     ];
     for (target, check) in targets {

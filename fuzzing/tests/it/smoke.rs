@@ -364,3 +364,90 @@ fn remote_range_target_on_seeded_scripts() {
         "{verdicts} verdicts, {refused} refusals"
     );
 }
+
+#[test]
+fn serve_clamd_target_on_seeded_sessions() {
+    let mut rng = Rng::new(0x5eed_0011);
+    let commands = [
+        "zINSTREAM\0",
+        "nINSTREAM\n",
+        "zPING\0",
+        "nPING\n",
+        "PING\n",
+        "zIDSESSION\0",
+        "zEND\0",
+        "nVERSIONCOMMANDS\n",
+        "zSTATS\0",
+        "zSCAN /etc\0",
+        "\n",
+        "z\0",
+    ];
+    let (mut ended, mut cut, mut over) = (0, 0, 0);
+    for _ in 0..ITERATIONS {
+        let mut input = spliced(&mut rng, &commands, 4);
+        input.push(rng.below(20) as u8); // the limit: 2^0 .. 2^19 bytes
+        input.push(rng.below(16) as u8); // the piece size
+        for _ in 0..rng.below(5) {
+            let n = rng.below(40) as u32;
+            input.extend_from_slice(&n.to_be_bytes());
+            let len = rng.below(u64::from(n) + 8) as usize;
+            input.extend(rng.bytes(len));
+        }
+        if rng.below(2) == 0 {
+            input.extend_from_slice(&[0, 0, 0, 0]);
+        }
+        match fuzzing::check_clamd(&input) {
+            Some((_, true)) => ended += 1,
+            Some((_, false)) => cut += 1,
+            None => over += 1,
+        }
+    }
+    assert!(
+        ended > 0 && cut > 0 && over > 0,
+        "{ended} ended, {cut} cut off, {over} over the limit"
+    );
+}
+
+#[test]
+fn serve_query_target_on_seeded_queries() {
+    let mut rng = Rng::new(0x5eed_0012);
+    let sha = "ab".repeat(32);
+    let pieces = [
+        "profile=",
+        "portable",
+        "strict",
+        "reference",
+        "&",
+        "deep",
+        "=true",
+        "=false",
+        "sha256",
+        "deny=",
+        "LAYOUT-ALIGN",
+        ",",
+        "allow=",
+        "NAME-PATH",
+        "expected-sha256=",
+        "expected_sha256=",
+        sha.as_str(),
+        "max-header-size=",
+        "100",
+        "%2C",
+        "%ZZ",
+        "+",
+        "deny-nonfinite",
+        "bogus",
+    ];
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..ITERATIONS {
+        if fuzzing::check_query(&spliced(&mut rng, &pieces, 8)) {
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        accepted > 0 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+}
