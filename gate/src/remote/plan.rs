@@ -230,7 +230,9 @@ impl Urls {
                 == Some(crate::fs::Checkpoint::Index)
         });
         let known = self.known(url);
-        let pinned = HfDirKey::commit_of(url);
+        // The session of `check_known` is pinned to this commit and refuses a response of another
+        // (`commit_moved`); here it only fills the commit a hub that said none served.
+        let pinned = super::pinned_commit(url);
         let hub = |h: &HubInfo| {
             let mut h = h.clone();
             if h.commit.is_none() {
@@ -245,9 +247,6 @@ impl Urls {
                 cost: checked.cost,
                 hub: hub(&checked.hub),
             };
-            if let Some(e) = moved(&pinned, &checked.hub) {
-                return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
-            }
             return match &checked.outcome {
                 Ok(Found::File(f)) => Done::file(profile, &at, &f.checked, &via, sink),
                 Ok(Found::Index(_)) => {
@@ -283,35 +282,15 @@ impl Urls {
             cost: checked.cost,
             hub: hub(&checked.hub),
         };
-        let result = match (checked.outcome, moved(&pinned, &checked.hub)) {
-            (Ok(_), Some(e)) => Err(e),
-            (Ok(Found::Index(ic)), None) => Ok(ic.report),
-            (Ok(Found::File(_)), None) => Err(ReadError::new(
+        let result = match checked.outcome {
+            Ok(Found::Index(ic)) => Ok(ic.report),
+            Ok(Found::File(_)) => Err(ReadError::new(
                 ReadErrorKind::Io,
                 "a file where an index was named",
             )),
-            (Err(e), _) => Err(e.into()),
+            Err(e) => Err(e.into()),
         };
         Done::index(profile, &at, result.as_ref(), &via, written, sink)
-    }
-}
-
-/// Why a file requested at commit `pinned` is not that commit's: the hub said it served
-/// another (`X-Repo-Commit`). No verdict is given on bytes of an unknown commit: a read error
-/// with the code `"commit_moved"`.
-fn moved(pinned: &Option<String>, hub: &HubInfo) -> Option<ReadError> {
-    match (pinned, &hub.commit) {
-        (Some(p), Some(c)) if !p.eq_ignore_ascii_case(c) => Some(
-            ReadError::new(
-                ReadErrorKind::Io,
-                format!(
-                    "requested at commit {p}, the server answered with commit {c} \
-                     (X-Repo-Commit): not the bytes asked for"
-                ),
-            )
-            .with_code("commit_moved"),
-        ),
-        _ => None,
     }
 }
 
@@ -339,12 +318,6 @@ impl HfDirKey {
             return None;
         }
         address.rsplit_once('/').map(|(d, _)| d.to_owned())
-    }
-
-    /// The revision of an `hf://` file address, if it is a full commit id (40 hex digits).
-    fn commit_of(address: &str) -> Option<String> {
-        super::revision_of(address)
-            .filter(|r| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit()))
     }
 }
 
