@@ -140,7 +140,7 @@ pub fn describe_other_format(
     Some(match head {
         None => format!("a .{suffix} file, by its name a {hint} (its bytes were not read)"),
         Some(Ok(bytes)) => match stcheck::format_of(bytes) {
-            Some(f) if f == "a safetensors file" => format!(
+            Some(stcheck::FileFormat::Safetensors) => format!(
                 "a .{suffix} file whose bytes are a safetensors file (named *.safetensors, it \
                  would be checked)"
             ),

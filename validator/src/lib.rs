@@ -71,7 +71,7 @@ pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
 pub use limits::{Config, OptionNames};
-pub use magic::format_of;
+pub use magic::{format_of, FileFormat};
 pub use mmap::{map, Mapped};
 pub use names::escape;
 pub use profile::Profile;

@@ -267,25 +267,43 @@ pub fn sniff(bytes: &[u8]) -> Option<String> {
     })
 }
 
+/// What a file is by its first bytes ([`format_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileFormat {
+    /// A safetensors header (whatever the file is named).
+    Safetensors,
+    /// Another format, as a noun phrase: `"a Python pickle (protocol 4; loading one can run
+    /// code)"`, `"a GGUF model file (llama.cpp's format)"`, `"an ONNX model (protobuf)"`, `"a
+    /// text file"`...
+    Other(String),
+}
+
+impl std::fmt::Display for FileFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileFormat::Safetensors => f.write_str("a safetensors file"),
+            FileFormat::Other(noun) => f.write_str(noun),
+        }
+    }
+}
+
 /// What a file is, named by its first bytes, for a file that a name alone would take for
-/// another weight format (a walk's `pytorch_model.bin`): a noun phrase such as `"a Python
-/// pickle (protocol 4; loading one can run code)"`, `"a ZIP archive (torch.save's format)"`,
-/// `"a GGUF model file"`, `"an ONNX model (protobuf)"`, `"a safetensors file"`, or `None`
-/// when the bytes match no format this table knows. Only `head`'s first [`HEAD_LEN`] bytes
-/// are looked at.
+/// another weight format (a walk's `pytorch_model.bin`), or `None` when the bytes match no
+/// format this table knows. Only `head`'s first [`HEAD_LEN`] bytes are looked at.
 ///
 /// Recognised beyond [`sniff`]'s formats: a safetensors header, text formats (HTML, JSON, a
 /// Git LFS pointer...), and ONNX's protobuf (`ir_version` then one of `ModelProto`'s fields).
-pub fn format_of(head: &[u8]) -> Option<String> {
+pub fn format_of(head: &[u8]) -> Option<FileFormat> {
     let head = &head[..head.len().min(HEAD_LEN)];
     if head.len() >= 10 && starts_like_header(head) {
-        return Some("a safetensors file".to_owned());
+        return Some(FileFormat::Safetensors);
     }
+    let other = |noun: String| Some(FileFormat::Other(noun));
     if let Some(f) = FORMATS
         .iter()
         .find(|f| f.pattern.matches(head).is_some() && (f.confirm)(head))
     {
-        return Some(match (&f.pattern, f.pattern.matches(head)) {
+        return other(match (&f.pattern, f.pattern.matches(head)) {
             (Pattern::Pickle, Some(p)) => {
                 format!("a Python pickle (protocol {p}; loading one can run code)")
             }
@@ -297,9 +315,9 @@ pub fn format_of(head: &[u8]) -> Option<String> {
         });
     }
     if is_onnx(head) {
-        return Some("an ONNX model (protobuf)".to_owned());
+        return other("an ONNX model (protobuf)".to_owned());
     }
-    as_text(head).map(|_| "a text file".to_owned())
+    as_text(head).and_then(|_| other("a text file".to_owned()))
 }
 
 /// The noun phrase that starts a format's `FRAME-NOT-SAFETENSORS` text: up to ", not a
@@ -396,7 +414,7 @@ mod tests {
 
     #[test]
     fn formats_are_named_by_their_bytes() {
-        let name = |b: &[u8]| format_of(b);
+        let name = |b: &[u8]| format_of(b).map(|f| f.to_string());
         for p in 2..=5u8 {
             assert_eq!(
                 name(&[0x80, p, 0x95, 0, 0]).as_deref(),
@@ -418,8 +436,8 @@ mod tests {
             Some("an ONNX model (protobuf)")
         );
         assert_eq!(
-            name(b"\x02\0\0\0\0\0\0\0{}").as_deref(),
-            Some("a safetensors file")
+            format_of(b"\x02\0\0\0\0\0\0\0{}"),
+            Some(super::FileFormat::Safetensors)
         );
         assert_eq!(
             name(b"version https://git-lfs.github.com/spec/v1\n").as_deref(),
