@@ -22,7 +22,7 @@ mod text;
 pub use github::Github;
 pub use lines::JsonLines;
 pub use sarif::SarifWriter;
-pub use stcheck::Profile;
+use stcheck::Profile;
 pub use text::{summary as text_summary, Text};
 
 /// What the printers and the records show beside the verdicts (the status of each is the

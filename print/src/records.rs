@@ -23,7 +23,7 @@ use stcheck::Severity;
 use stcheck::{DtypeTotal, Report};
 use stcheck::{Error, Finding, ReadError};
 
-pub use stcheck::Profile;
+use stcheck::Profile;
 pub use stcheck_gate::{Cost, Status};
 
 use crate::Options;

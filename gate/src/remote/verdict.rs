@@ -1,8 +1,8 @@
-//! The one place where `stcheck::remote` meets the validator: a remote file is one more byte
-//! source of the one [`Checker`]. A header-level check feeds it the first bytes as ranged
-//! responses bring them, asking for what [`Checker::wanted`] says, with the file's length from
-//! the server; a deep check hands it the body as a stream ([`stcheck::check_reader`]). Either way
-//! the verdict, rule, offset and message are those of the local check of the same bytes.
+//! The one place where the remote fetch (`stcheck_gate::remote`) meets the validator: a remote file
+//! is one more byte source of the one [`Checker`]. A header-level check feeds it the first bytes as
+//! ranged responses bring them, asking for what [`Checker::wanted`] says, with the file's length
+//! from the server; a deep check hands it the body as a stream ([`stcheck::check_reader`]). Either
+//! way the verdict, rule, offset and message are those of the local check of the same bytes.
 
 use std::io::Read;
 

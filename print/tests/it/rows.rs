@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use serde_json::Value;
-use stcheck::{Checker, Config, ReadError, ReadErrorKind};
+use stcheck::{Checker, Config, Profile, ReadError, ReadErrorKind};
 use stcheck_gate::{Place, Shown, Sink, Status, Unchecked, Via};
 use stcheck_print::records::Row;
-use stcheck_print::{JsonLines, Options, Profile};
+use stcheck_print::{JsonLines, Options};
 
 fn corpus(path: &str) -> Vec<u8> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
