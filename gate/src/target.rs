@@ -21,7 +21,8 @@ pub fn is_url(arg: &str) -> bool {
 }
 
 /// The address `arg` as every output shows it: [`redacted_url`], escaped like a name.
-/// Applying it twice gives the same text.
+/// Apply it once, to the address as given: the redaction is idempotent, the escaping is not
+/// (it is one-to-one, so a `\`, a `"` or a non-ASCII character shown is escaped again).
 pub fn shown_url(arg: &str) -> String {
     stcheck::escape(&redacted_url(arg)).into_owned()
 }
