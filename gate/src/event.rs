@@ -88,10 +88,6 @@ pub struct HubInfo {
     /// The SHA-256 the hub publishes for the file (an `X-Linked-Etag` of 64 hex digits, or the
     /// LFS object id of the repository's listing), lower case.
     pub lfs_sha256: Option<String>,
-    /// Every id published for the file that a deep check compared with its SHA-256, with its
-    /// source (`"the hub's listing (lfs.oid)"`, `"X-Linked-Etag"`, `"--expect-sha256"`), as
-    /// given: any disagreement among them, or with the bytes, is `INTEGRITY-SHA256`.
-    pub published_sha256: Vec<(String, String)>,
 }
 
 /// How a file's bytes were obtained.
