@@ -411,6 +411,8 @@ pub(crate) struct HubRecord<'a> {
     pub(crate) etag: Option<&'a str>,
     /// `lfs_sha256`: the SHA-256 the hub publishes (LFS files).
     pub lfs_sha256: Option<&'a str>,
+    /// `git_blob_id`: an `X-Linked-Etag` that is a git blob id (not compared).
+    pub(crate) git_blob_id: Option<&'a str>,
 }
 
 impl<'a> HubRecord<'a> {
@@ -424,17 +426,21 @@ impl<'a> HubRecord<'a> {
             commit,
             etag,
             lfs_sha256,
+            git_blob_id: None,
         }
     }
 }
 
 impl<'a> From<&'a stcheck_gate::HubInfo> for HubRecord<'a> {
     fn from(h: &'a stcheck_gate::HubInfo) -> Self {
-        HubRecord::new(
-            h.commit.as_deref(),
-            h.etag.as_deref(),
-            h.lfs_sha256.as_deref(),
-        )
+        HubRecord {
+            git_blob_id: h.git_blob_id.as_deref(),
+            ..HubRecord::new(
+                h.commit.as_deref(),
+                h.etag.as_deref(),
+                h.lfs_sha256.as_deref(),
+            )
+        }
     }
 }
 
@@ -452,6 +458,9 @@ impl RemoteInfo<'_> {
             }
             if let Some(x) = h.lfs_sha256 {
                 m.serialize_entry("lfs_sha256", x)?;
+            }
+            if let Some(x) = h.git_blob_id {
+                m.serialize_entry("git_blob_id", x)?;
             }
         }
         Ok(())

@@ -538,6 +538,16 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
         "org/one".into(),
         one_commit(&c1, vec![file("model.safetensors", model.clone())]),
     );
+    // X-Linked-Etags that are not a SHA-256: 63 hex digits, a word, a git blob id (40).
+    for (name, linked) in [
+        ("org/etag63", sha256_hex(&model)[1..].to_owned()),
+        ("org/etagword", "not-a-hash".to_owned()),
+        ("org/etagblob", "b1".repeat(20)),
+    ] {
+        let mut f = file("model.safetensors", model.clone());
+        f.linked = Some(linked);
+        repos.insert(name.into(), one_commit(&c1, vec![f]));
+    }
     let mut malformed = file("model.safetensors", model.clone());
     malformed.listed = Some(sha256_hex(&model)[1..].to_owned());
     repos.insert("org/malformed".into(), one_commit(&c1, vec![malformed]));
@@ -839,6 +849,24 @@ fn verdict(out: &Out) -> (i32, String, String) {
     (out.code, s("status", ""), s("error", "rule"))
 }
 
+/// The record of a one-file run that must end in `INTEGRITY-SHA256`, and its message.
+fn integrity_error(hub: &Hub, args: &[&str]) -> (Value, String) {
+    let out = hub.run(args, None);
+    assert_eq!(
+        verdict(&out),
+        (1, "invalid".into(), "INTEGRITY-SHA256".into()),
+        "{args:?}: {}",
+        out.stdout
+    );
+    let v = lines(&out.stdout);
+    let f = records(&v, "file")[0].clone();
+    let message = f["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (f, message)
+}
+
 #[test]
 fn the_same_file_and_published_ids_give_one_verdict_by_every_route() {
     let (repos, model) = model_repo();
@@ -918,19 +946,10 @@ fn the_same_file_and_published_ids_give_one_verdict_by_every_route() {
         "hf://org/one@main/model.safetensors".to_owned(),
         plain("org/one"),
     ] {
-        let out = hub.run(&["--json", "--expect-sha256", &other, &address], None);
-        assert_eq!(
-            verdict(&out),
-            (1, "invalid".into(), "INTEGRITY-SHA256".into()),
-            "{address}: {}",
-            out.stdout
-        );
-        let v = lines(&out.stdout);
-        let f = records(&v, "file")[0];
-        let message = f["error"]["message"].as_str().unwrap_or_default();
+        let (f, message) = integrity_error(&hub, &["--json", "--expect-sha256", &other, &address]);
         assert!(message.contains("disagree"), "{message}");
         assert!(
-            published(f).contains(&("--expect-sha256".to_owned(), other.clone())),
+            published(&f).contains(&("--expect-sha256".to_owned(), other.clone())),
             "{f}"
         );
     }
@@ -946,6 +965,48 @@ fn the_same_file_and_published_ids_give_one_verdict_by_every_route() {
         assert_eq!(out.code, 2, "{args:?}: {}", out.stdout);
         assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
         assert!(out.stderr.contains("--expect-sha256"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn a_malformed_linked_etag_is_compared_and_a_git_blob_id_is_named() {
+    let (repos, model) = model_repo();
+    let hub = Hub::start(repos);
+    let real = sha256_hex(&model);
+    for repo in ["org/etag63", "org/etagword"] {
+        for address in [
+            format!("hf://{repo}"),
+            format!("hf://{repo}/model.safetensors"),
+        ] {
+            let (_, message) = integrity_error(&hub, &["--json", "--sha256", &address]);
+            assert!(
+                message.contains("X-Linked-Etag publishes") && message.contains("not a SHA-256"),
+                "{message}"
+            );
+            // Without the SHA-256 nothing is compared: the format's verdict.
+            let out = hub.run(&[&address], None);
+            assert_eq!(out.code, 0, "{address}: {}", out.stdout);
+        }
+    }
+    // A git blob id (a file not in LFS) is named in the record and not compared: the
+    // listing's id decides on the repository's route; nothing is published on the file's.
+    for (address, ids) in [
+        (
+            "hf://org/etagblob",
+            vec![("the hub's listing (lfs.oid)".to_owned(), real.clone())],
+        ),
+        ("hf://org/etagblob/model.safetensors", vec![]),
+    ] {
+        let out = hub.run(&["--json", "--sha256", address], None);
+        assert_eq!(
+            verdict(&out),
+            (0, "valid".into(), String::new()),
+            "{address}"
+        );
+        let v = lines(&out.stdout);
+        let f = records(&v, "file")[0];
+        assert_eq!(f["git_blob_id"], "b1".repeat(20), "{f}");
+        assert_eq!(published(f), ids, "{f}");
     }
 }
 

@@ -458,7 +458,10 @@ pub(super) fn check_file(
     if let Some(listed) = published {
         ids.push((LISTING, listed.to_owned()));
     }
-    if let Some(linked) = session.hub.lfs_sha256.clone() {
+    // An X-Linked-Etag that is a SHA-256 is compared; one that is neither a SHA-256 nor a git
+    // blob id is too, and fails the file (a git blob id, of a file not in LFS, is not).
+    let linked = session.hub.lfs_sha256.clone();
+    if let Some(linked) = linked.or_else(|| session.hub.linked_etag_malformed.clone()) {
         ids.push((LINKED_ETAG, linked));
     }
     if let Some((_, sha)) = ids.iter().find(|(_, id)| super::said::is_sha256_hex(id)) {
