@@ -22,9 +22,10 @@ only). hf://ORG/REPO[@REVISION] (or hf://datasets/ORG/REPO...) checks a whole
 repository: its files are listed at the commit the revision names, and checked
 as a directory's would be. A URL is checked without downloading it: range
 requests for the header, the file's length from the server; --deep and
---sha256 stream the body once, and --sha256 compares the hash with the one the
-hub publishes (INTEGRITY-SHA256). A *.safetensors.index.json file or URL is
-checked together with the shards it names.
+--sha256 stream the body once, and --sha256 compares the hash with the ids the
+hub publishes and the one --expect-sha256 gives (INTEGRITY-SHA256). A
+*.safetensors.index.json file or URL is checked together with the shards it
+names.
 
 Output (stdout, text): one line per file, then a summary line:
   path: ok (3 tensors, 25 parameters; U8 16, F16 9)
@@ -149,6 +150,7 @@ const HELP_OPTIONS: &[Help] = &[
     Help::Run(Opt::MaxWarningsPerRule),
     Help::Run(Opt::Deep),
     Help::Run(Opt::Sha256),
+    Help::Run(Opt::ExpectSha256),
     Help::Run(Opt::DenyNonfinite),
     Help::Run(Opt::Header),
     Help::Run(Opt::CaFile),

@@ -522,6 +522,11 @@ fn run(o: &Options) -> u8 {
     let by_bytes = gate.config().reads_data() && o.progress != ProgressMode::Never;
     let plan = gate.plan(targets, by_bytes);
     let targets = &plan.targets;
+    // --expect-sha256 gives the hash of one file: a usage error otherwise.
+    if let Err(e) = gate.options().one_file(targets) {
+        eprintln!("stcheck: {e}");
+        return 2;
+    }
     // URL targets wait on the network, not the CPU: they have a bound of their own
     // (--url-jobs, default 8), and --jobs still caps the files checked here at once. One file
     // alone gets every thread for its deep scan (a header check needs none, and the number of

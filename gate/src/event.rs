@@ -88,10 +88,13 @@ pub struct HubInfo {
     /// The SHA-256 the hub publishes for the file (an `X-Linked-Etag` of 64 hex digits, or the
     /// LFS object id of the repository's listing), lower case.
     pub lfs_sha256: Option<String>,
-    /// Every id published for the file that a deep check compared with its SHA-256, with its
-    /// source (`"the hub's listing (lfs.oid)"`, `"X-Linked-Etag"`, `"--expect-sha256"`), as
-    /// given: any disagreement among them, or with the bytes, is `INTEGRITY-SHA256`.
-    pub published_sha256: Vec<(String, String)>,
+    /// An `X-Linked-Etag` of 40 hex digits, lower case: the git blob id of a file not in LFS,
+    /// not a SHA-256, so not compared with the file's.
+    pub git_blob_id: Option<String>,
+    /// An `X-Linked-Etag` that is neither a SHA-256 nor a git blob id, shown safely (its
+    /// letters and digits, at most 80): a published id that cannot confirm the bytes, so a
+    /// check with the SHA-256 fails the file (`INTEGRITY-SHA256`), as a malformed listed id.
+    pub linked_etag_malformed: Option<String>,
 }
 
 /// How a file's bytes were obtained.

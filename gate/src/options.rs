@@ -47,6 +47,8 @@ pub enum Opt {
     Deep,
     /// `--sha256` / `sha256=True`.
     Sha256,
+    /// `--expect-sha256` / `expect_sha256=`.
+    ExpectSha256,
     /// `--deny-warnings` / `deny_warnings=True`.
     DenyWarnings,
     /// `--deny-nonfinite` / `deny_nonfinite=True`.
@@ -114,6 +116,8 @@ pub enum Kind {
     Headers,
     /// A file's path.
     Path,
+    /// A SHA-256: 64 hex digits, any case.
+    Sha256,
 }
 
 /// One run option: its name on each face, the kind of its value, its default and its
@@ -512,6 +516,31 @@ pub const OPTIONS: &[Spec] = &[
                implies --deep",
     },
     Spec {
+        opt: Opt::ExpectSha256,
+        kind: Kind::Sha256,
+        cli: Some("--expect-sha256"),
+        value: "HEX",
+        python: Some("expect_sha256"),
+        js: Some("expectSha256"),
+        // The service's query parameter was published as `expected-sha256` before the other
+        // faces took the option: its one key that is not the flag without its dashes.
+        key: "expected-sha256",
+        names: [
+            "--expect-sha256",
+            "expect_sha256=",
+            "expectSha256",
+            "expected-sha256",
+        ],
+        default: "none",
+        doc: "The SHA-256 the one file checked must have, one more published id (implies sha256).",
+        help: "the SHA-256 (64 hex digits) the file must have: one more\n\
+               published id, compared with the file's SHA-256 and every\n\
+               id its server publishes (INTEGRITY-SHA256 on any\n\
+               disagreement); implies --sha256; only with exactly one\n\
+               file checked (not a directory, a set or a repository\n\
+               of several files)",
+    },
+    Spec {
         opt: Opt::DenyNonfinite,
         kind: Kind::Flag,
         cli: Some("--deny-nonfinite"),
@@ -612,6 +641,9 @@ pub const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
 /// What a timeout must be.
 const SECONDS: &str = "a number of seconds above 0 (at most 31536000)";
 
+/// What an expected SHA-256 must be.
+const SHA256: &str = "a SHA-256 (64 hex digits)";
+
 /// A value as a face hands it over for an option: typed as that face has it (Python's and
 /// JSON's `None`/`null`, booleans, numbers, lists), or a string for faces whose values are
 /// text (the command line, a query string), read by [`RunOptions::set_text`].
@@ -702,6 +734,11 @@ pub struct RunOptions {
     pub deep: bool,
     /// The SHA-256 of each file (implies `deep`).
     pub sha256: bool,
+    /// The SHA-256 the one file checked must have, 64 lower-case hex digits
+    /// (`--expect-sha256`; implies `sha256`): one more published id in the integrity decision
+    /// ([`stcheck::Checked::compare_published`]), named by this face's option name. A run with
+    /// it checks exactly one file ([`RunOptions::one_file`]).
+    pub expect_sha256: Option<String>,
     /// Every warning an error.
     pub deny_warnings: bool,
     /// Any NaN or infinity an error (implies `deep`).
@@ -771,6 +808,43 @@ impl RunOptions {
     /// The name of `opt` for this run's face.
     pub fn name(&self, opt: Opt) -> &'static str {
         self.face.name(opt)
+    }
+
+    /// The id the user gives for the file (`--expect-sha256`), as the integrity decision
+    /// takes it: `(source, hex)`, the source being this face's name of the option.
+    pub fn expected_id(&self) -> Option<(&'static str, &str)> {
+        // The face's bare key: `--expect-sha256`, `expect_sha256`, `expectSha256`.
+        let spec = Spec::of(Opt::ExpectSha256);
+        let source = spec.key(self.face).unwrap_or(spec.key);
+        self.expect_sha256.as_deref().map(|hex| (source, hex))
+    }
+
+    /// With `--expect-sha256`, the run must check exactly one file (a path, standard input or
+    /// a URL of a file; a repository of one file too, once [`crate::Gate::plan`] listed it): a hash
+    /// given for several files, a directory walked or a sharded set is a usage error, as is
+    /// a run with nothing else to check.
+    pub fn one_file(&self, targets: &[crate::walk::Target]) -> Result<(), UsageError> {
+        if self.expect_sha256.is_none() {
+            return Ok(());
+        }
+        use crate::walk::Target;
+        let name = self.name(Opt::ExpectSha256);
+        match targets {
+            [Target::File(_) | Target::Stdin] => Ok(()),
+            [Target::Url(u)] if !crate::target::names_index(u) => Ok(()),
+            [Target::Index(..)] | [Target::Url(_)] => Err(UsageError(format!(
+                "{name} gives the SHA-256 of one file, and a sharded set has several: check \
+                 each shard with its own"
+            ))),
+            [_] => Err(UsageError(format!(
+                "{name} gives the SHA-256 of one file, and the one target is not a file to check"
+            ))),
+            _ => Err(UsageError(format!(
+                "{name} gives the SHA-256 of one file, and the run has {} targets (a \
+                 directory's files, a repository's files and each PATH count): check one file",
+                targets.len()
+            ))),
+        }
     }
 
     /// Whether the reference crate runs (its verdict decides, or is compared).
@@ -868,6 +942,19 @@ impl RunOptions {
                 Value::Default => {}
                 _ => return Err(not("a list of (name, value) pairs")),
             },
+            Kind::Sha256 => {
+                self.expect_sha256 = match value {
+                    Value::Text(t) => {
+                        let hex = t.trim().to_ascii_lowercase();
+                        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                            return Err(not(SHA256));
+                        }
+                        Some(hex)
+                    }
+                    Value::Default => None,
+                    _ => return Err(not(SHA256)),
+                }
+            }
             Kind::Path => {
                 self.ca_file = match value {
                     Value::Text(t) => Some(t.into()),
@@ -910,7 +997,7 @@ impl RunOptions {
                 };
                 Value::Pairs(vec![(name.trim().to_owned(), value.trim().to_owned())])
             }
-            Kind::Name | Kind::Path => Value::Text(text.to_owned()),
+            Kind::Name | Kind::Path | Kind::Sha256 => Value::Text(text.to_owned()),
         };
         self.set(opt, value)
     }
@@ -950,8 +1037,9 @@ impl RunOptions {
             config.max_warnings_per_rule = m;
         }
         config.deny_warnings = self.deny_warnings;
-        config.deep = self.deep || self.sha256 || self.deny_nonfinite;
-        config.sha256 = self.sha256;
+        let sha256 = self.sha256 || self.expect_sha256.is_some();
+        config.deep = self.deep || sha256 || self.deny_nonfinite;
+        config.sha256 = sha256;
         config.deny_nonfinite = self.deny_nonfinite;
         for id in &self.deny {
             let rule = rule_arg(n(Opt::Deny), id).map_err(UsageError)?;
@@ -1148,7 +1236,7 @@ mod tests {
             assert!(spec.doc.ends_with('.'), "{:?}", spec.opt);
             assert_eq!(spec.cli.is_some(), !spec.help.is_empty(), "{:?}", spec.opt);
         }
-        assert_eq!(opts.len(), 23);
+        assert_eq!(opts.len(), 24);
         assert_eq!(
             SECONDS,
             format!("a number of seconds above 0 (at most {MAX_TIMEOUT_SECS})")
@@ -1158,7 +1246,7 @@ mod tests {
         assert_eq!(Face::Service.name(Opt::MaxHeaderSize), "max-header-size");
         assert_eq!(Face::Cli.name(Opt::Mode), "mode");
         for spec in OPTIONS {
-            if let Some(flag) = spec.cli {
+            if let (Some(flag), false) = (spec.cli, spec.opt == Opt::ExpectSha256) {
                 assert_eq!(flag.strip_prefix("--"), Some(spec.key));
             }
         }

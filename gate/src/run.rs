@@ -100,7 +100,7 @@ impl Gate {
                 };
                 let result = stcheck::check_reader_with(io::stdin().lock(), &config, progress);
                 match result {
-                    Ok(c) => self.checked(&at, &c, &Via::Local(ReadMode::Stream), sink),
+                    Ok(mut c) => self.checked(&at, &mut c, &Via::Local(ReadMode::Stream), sink),
                     Err(e) => Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink),
                 }
             }
@@ -139,8 +139,20 @@ impl Gate {
         }
     }
 
-    /// A file's verdict handed to the sink, with its status.
-    pub fn checked(&self, at: &Shown<'_>, c: &Checked<'_>, via: &Via, sink: &mut dyn Sink) -> Done {
+    /// A file's verdict handed to the sink, with its status, once the id the user gives for it
+    /// (`--expect-sha256`) is compared with its SHA-256: the one integrity decision
+    /// ([`Checked::compare_published`]; a file fetched by URL has it made with every id its
+    /// server publishes, by the remote source).
+    pub fn checked(
+        &self,
+        at: &Shown<'_>,
+        c: &mut Checked<'_>,
+        via: &Via,
+        sink: &mut dyn Sink,
+    ) -> Done {
+        if let Some(id) = self.options.expected_id() {
+            c.compare_published(&[id]);
+        }
         Done::file(self.profile, at, c, via, sink)
     }
 
@@ -160,9 +172,14 @@ impl Gate {
         let result = crate::fs::open_regular(path)
             .map_err(|e| ReadError::from(e).with_path(path))
             .and_then(|file| {
-                stcheck::check_opened(file.file(), file.stamp(), config, mode, progress, |c| {
-                    self.checked(&at, &c, &Via::Local(mode), sink)
-                })
+                stcheck::check_opened(
+                    file.file(),
+                    file.stamp(),
+                    config,
+                    mode,
+                    progress,
+                    |mut c| self.checked(&at, &mut c, &Via::Local(mode), sink),
+                )
             });
         match result {
             Ok(done) => done,
@@ -224,8 +241,8 @@ impl Gate {
             text: name,
             place: Place::Stdin,
         };
-        let c = stcheck::Checker::check_slice(&config, bytes);
-        self.checked(&at, &c, &Via::Memory, sink)
+        let mut c = stcheck::Checker::check_slice(&config, bytes);
+        self.checked(&at, &mut c, &Via::Memory, sink)
     }
 
     fn index_from(

@@ -20,6 +20,15 @@ pub fn is_url(arg: &str) -> bool {
     })
 }
 
+/// Whether the address `url` names a sharded set's index (by its last path segment, before
+/// a query or a fragment, as a local path would).
+pub(crate) fn names_index(url: &str) -> bool {
+    url.split(['?', '#']).next().is_some_and(|p| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        crate::fs::checkpoint_kind(std::ffi::OsStr::new(name)) == Some(crate::fs::Checkpoint::Index)
+    })
+}
+
 /// The address `arg` as every output shows it: [`redacted_url`], escaped like a name.
 /// Apply it once, to the address as given: the redaction is idempotent, the escaping is not
 /// (it is one-to-one, so a `\`, a `"` or a non-ASCII character shown is escaped again).

@@ -12,6 +12,13 @@ export interface Options {
   deep?: boolean;
   /** The SHA-256 of the whole file (implies deep). */
   sha256?: boolean;
+  /**
+   * The SHA-256 (64 hex digits) the file must have: one more published id, compared with the
+   * file's SHA-256 (INTEGRITY-SHA256 otherwise, the source `expectSha256` named in the
+   * message and in `published_sha256`); implies sha256. A UsageError for checkIndex (a set
+   * has several files).
+   */
+  expectSha256?: string;
   /** Every warning an error. */
   denyWarnings?: boolean;
   /** Any NaN or infinity an error (implies deep). */
@@ -126,6 +133,8 @@ export interface FileRecord {
   portable?: Record<string, unknown>;
   url?: string;
   cost?: { requests: number; bytes: number; redirects: number; retries: number };
+  /** Every id published for the file and compared with its SHA-256, by source. */
+  published_sha256?: { source: string; sha256: string }[];
   [field: string]: unknown;
 }
 

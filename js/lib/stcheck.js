@@ -527,6 +527,9 @@ export async function checkUrl(url, options = {}) {
  */
 export async function checkIndex(indexBytes, readShard, options = {}) {
   const json = nativeOptions(options);
+  // `expectSha256` gives the hash of one file, not of a set.
+  const setError = guard(() => api.indexOptionsError(json));
+  if (setError) throw new UsageError(setError);
   if (typeof readShard !== "function") throw new UsageError("readShard: not a function");
   const session = guard(() => api.openIndex(asBytes(indexBytes), json));
   if (!session) throw new UsageError("options do not resolve");

@@ -29,6 +29,10 @@ use wasm_bindgen::prelude::*;
 struct Resolved {
     config: Config,
     record: stcheck_print::Options,
+    /// The SHA-256 the caller gives for the file (`expectSha256`): `(source, hex)`.
+    expected: Option<(&'static str, String)>,
+    /// Why these options cannot check a sharded set (`expectSha256` gives one file's hash).
+    not_for_a_set: Option<String>,
 }
 
 /// The options of the JavaScript API, as its users spell them (camelCase): each property
@@ -84,7 +88,15 @@ fn resolve(options: &str) -> Result<Resolved, String> {
     // No threads in a WebAssembly module without shared memory: the deep scan runs on one.
     config.threads = 1;
     let record = stcheck_print::Options::new(run.effective_profile()).verbose(verbose);
-    Ok(Resolved { config, record })
+    let expected = run.expected_id().map(|(s, hex)| (s, hex.to_owned()));
+    let set = stcheck_gate::walk::Target::Index(std::path::PathBuf::new(), None);
+    let not_for_a_set = run.one_file(&[set]).err().map(|e| e.0);
+    Ok(Resolved {
+        config,
+        record,
+        expected,
+        not_for_a_set,
+    })
 }
 
 /// A JSON string literal.
@@ -201,6 +213,16 @@ pub fn options_error(options: &str) -> String {
     }
 }
 
+/// The usage error of `options` (JSON) for a sharded set's check, or `""` when they resolve
+/// and can check one (`expectSha256` gives the hash of one file).
+#[wasm_bindgen(js_name = indexOptionsError)]
+pub fn index_options_error(options: &str) -> String {
+    match resolve(options) {
+        Ok(r) => r.not_for_a_set.unwrap_or_default(),
+        Err(m) => m,
+    }
+}
+
 /// Check `bytes`. With `file_len` (a number, or a negative one for none), `bytes` are the
 /// first bytes of a file of that length (the length field and the header at least; the data
 /// too when the options read it); without it, `bytes` are the whole file.
@@ -249,7 +271,11 @@ fn finish_record(
 ) -> String {
     match checked {
         Err(e) => unread_error(&e),
-        Ok(c) => {
+        Ok(mut c) => {
+            // The one integrity decision, as the gate makes it for the other faces.
+            if let Some((source, hex)) = &r.expected {
+                c.compare_published(&[(source, hex)]);
+            }
             let status = Status::of_file(&c, r.record.profile);
             let rec = FileRecord::new(path, &c, r.record, status);
             match remote {
@@ -422,7 +448,7 @@ pub struct IndexSession {
 /// resolve (the wrapper checks them first).
 #[wasm_bindgen(js_name = openIndex)]
 pub fn open_index(index: Vec<u8>, options: &str) -> Option<IndexSession> {
-    let resolved = resolve(options).ok()?;
+    let resolved = resolve(options).ok().filter(|r| r.not_for_a_set.is_none())?;
     Some(IndexSession {
         index,
         resolved,

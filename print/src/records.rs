@@ -411,9 +411,8 @@ pub(crate) struct HubRecord<'a> {
     pub(crate) etag: Option<&'a str>,
     /// `lfs_sha256`: the SHA-256 the hub publishes (LFS files).
     pub lfs_sha256: Option<&'a str>,
-    /// `published_sha256`: every id published for the file that a deep check compared, by
-    /// source.
-    pub(crate) published: &'a [(String, String)],
+    /// `git_blob_id`: an `X-Linked-Etag` that is a git blob id (not compared).
+    pub(crate) git_blob_id: Option<&'a str>,
 }
 
 impl<'a> HubRecord<'a> {
@@ -427,7 +426,7 @@ impl<'a> HubRecord<'a> {
             commit,
             etag,
             lfs_sha256,
-            published: &[],
+            git_blob_id: None,
         }
     }
 }
@@ -435,7 +434,7 @@ impl<'a> HubRecord<'a> {
 impl<'a> From<&'a stcheck_gate::HubInfo> for HubRecord<'a> {
     fn from(h: &'a stcheck_gate::HubInfo) -> Self {
         HubRecord {
-            published: &h.published_sha256,
+            git_blob_id: h.git_blob_id.as_deref(),
             ..HubRecord::new(
                 h.commit.as_deref(),
                 h.etag.as_deref(),
@@ -460,13 +459,8 @@ impl RemoteInfo<'_> {
             if let Some(x) = h.lfs_sha256 {
                 m.serialize_entry("lfs_sha256", x)?;
             }
-            if !h.published.is_empty() {
-                let ids: Vec<serde_json::Value> = h
-                    .published
-                    .iter()
-                    .map(|(source, id)| serde_json::json!({"source": source, "sha256": id}))
-                    .collect();
-                m.serialize_entry("published_sha256", &ids)?;
+            if let Some(x) = h.git_blob_id {
+                m.serialize_entry("git_blob_id", x)?;
             }
         }
         Ok(())
@@ -632,6 +626,16 @@ impl Serialize for FileRecord<'_> {
         m.serialize_entry("mode", &self.mode)?;
         if let Some(r) = self.remote {
             r.write(&mut m)?;
+        }
+        // Every id published for the file and compared with its SHA-256 (the hub's, the
+        // user's), by source.
+        if !c.published_sha256.is_empty() {
+            let ids: Vec<serde_json::Value> = c
+                .published_sha256
+                .iter()
+                .map(|(source, id)| serde_json::json!({"source": source, "sha256": id}))
+                .collect();
+            m.serialize_entry("published_sha256", &ids)?;
         }
         m.serialize_entry("size", &c.file_len)?;
         let counts = self.counts();

@@ -382,10 +382,13 @@ fn check_all<T>(run: &Run, targets: &[Target], mut f: impl FnMut(Outcome) -> T) 
 #[pyfunction]
 fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Record>> {
     let run = Run::new(opts, None)?;
-    Ok(py.detach(|| {
-        let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
-        check_all(&run, &targets, |o| o.record())
-    }))
+    let targets: Vec<Target> = paths.into_iter().map(stcheck_gate::target_of).collect();
+    // `expect_sha256=` gives the hash of one file.
+    run.gate
+        .options()
+        .one_file(&targets)
+        .map_err(|e| PyValueError::new_err(e.0))?;
+    Ok(py.detach(|| check_all(&run, &targets, |o| o.record())))
 }
 
 /// Check paths as `stcheck --json PATH...` does: directories walked, links judged by the
@@ -393,7 +396,7 @@ fn check_paths(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<
 #[pyfunction]
 fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<Record>> {
     let run = Run::new(opts, None)?;
-    Ok(py.detach(|| {
+    py.detach(|| {
         // `-` is standard input for the CLI; here it is the file of that name.
         let args: Vec<OsString> = paths
             .into_iter()
@@ -403,8 +406,10 @@ fn check_tree(py: Python<'_>, paths: Vec<PathBuf>, opts: Opts) -> PyResult<Vec<R
             })
             .collect();
         let targets = run.gate.targets(&args);
-        check_all(&run, &targets, |o| o.record())
-    }))
+        run.gate.options().one_file(&targets).map_err(|e| e.0)?;
+        Ok::<_, String>(check_all(&run, &targets, |o| o.record()))
+    })
+    .map_err(PyValueError::new_err)
 }
 
 /// Check the file or sharded set a URL names (`http://`, `https://`, `hf://`): the record
@@ -416,6 +421,10 @@ fn check_url(py: Python<'_>, url: String, opts: Opts) -> PyResult<Record> {
     let run = Run::new(opts, None)?;
     py.detach(|| {
         let target = one_url_target(&run, &url)?;
+        run.gate
+            .options()
+            .one_file(std::slice::from_ref(&target))
+            .map_err(|e| e.0)?;
         Ok::<_, String>(check_all(&run, &[target], |o| o.record()).remove(0))
     })
     .map_err(PyValueError::new_err)
@@ -901,10 +910,10 @@ fn open_file(run: &Run, path: &Path, keep: Keep) -> (Outcome, Option<Kept>) {
     let checked = stcheck_gate::fs::open_regular(path)
         .map_err(|e| ReadError::from(e).with_path(path))
         .and_then(|f| {
-            check_kept(f, &shown, &config, keep, |c| {
+            check_kept(f, &shown, &config, keep, |mut c| {
                 let done = run
                     .gate
-                    .checked(&at, &c, &Via::Local(ReadMode::Read), &mut sink);
+                    .checked(&at, &mut c, &Via::Local(ReadMode::Read), &mut sink);
                 let valid = done.status == Status::Valid;
                 (done, valid)
             })
@@ -968,6 +977,10 @@ fn open_index_checked(
     read: bool,
 ) -> PyResult<Opened<Vec<Named>>> {
     let run = Run::new(opts, Some(ReadMode::Read))?;
+    run.gate
+        .options()
+        .one_file(&[stcheck_gate::target_of(path.clone())])
+        .map_err(|e| PyValueError::new_err(e.0))?;
     let ((line, errno), kept) = py.detach(|| open_index(&run, &path, keep(read)));
     let kept = kept
         .into_iter()
@@ -1020,16 +1033,22 @@ impl Runner {
     }
 
     /// Check one path as itself (a file, or a sharded set by its index's name): its record.
-    fn check(&self, py: Python<'_>, path: PathBuf) -> Outcome {
-        py.detach(|| {
-            let target = stcheck_gate::target_of(path);
+    fn check(&self, py: Python<'_>, path: PathBuf) -> PyResult<Outcome> {
+        let target = stcheck_gate::target_of(path);
+        // `expect_sha256=` gives the hash of one file, not of a set.
+        self.run
+            .gate
+            .options()
+            .one_file(std::slice::from_ref(&target))
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(py.detach(|| {
             let mut sink = self.run.sink();
             let done = self
                 .run
                 .gate
                 .check(&target, self.run.threads, &|_: u64| {}, &mut sink);
             sink.one(&done)
-        })
+        }))
     }
 
     /// Check a whole file held in memory, shown as `name`.

@@ -17,23 +17,16 @@ pub(crate) const SHOWN: &str = "stream";
 #[derive(Debug)]
 pub(crate) struct Check {
     gate: Gate,
-    expected_sha256: Option<String>,
 }
 
 impl Check {
     /// The check of `options`, or why they cannot be used.
-    pub(crate) fn new(
-        options: RunOptions,
-        expected_sha256: Option<String>,
-    ) -> Result<Check, String> {
+    pub(crate) fn new(options: RunOptions) -> Result<Check, String> {
         if let Some(why) = crate::options::refusal(&options) {
             return Err(why);
         }
         let gate = Gate::new(options).map_err(|e| e.0)?;
-        Ok(Check {
-            gate,
-            expected_sha256,
-        })
+        Ok(Check { gate })
     }
 
     /// A stream to feed.
@@ -46,23 +39,15 @@ impl Check {
     /// The verdict of a stream that ended whole.
     pub(crate) fn finish(&self, stream: Stream) -> Outcome {
         match stream.checker.try_finish() {
-            Ok(mut checked) => {
-                if let (Some(expected), Some(computed), Ok(_)) =
-                    (&self.expected_sha256, checked.sha256, &checked.verdict)
-                {
-                    if stcheck_print::records::hex(&computed) != *expected {
-                        checked.verdict = Err(stcheck::Error::sha256_mismatch(expected, &computed));
-                    }
-                }
-                self.record(|gate, at, sink| {
-                    gate.checked(
-                        at,
-                        &checked,
-                        &stcheck_gate::Via::Local(ReadMode::Stream),
-                        sink,
-                    )
-                })
-            }
+            // `expected-sha256` is compared by the gate, in the one integrity decision.
+            Ok(mut checked) => self.record(|gate, at, sink| {
+                gate.checked(
+                    at,
+                    &mut checked,
+                    &stcheck_gate::Via::Local(ReadMode::Stream),
+                    sink,
+                )
+            }),
             Err(e) => self.unchecked(&e),
         }
     }

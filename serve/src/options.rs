@@ -25,9 +25,18 @@ const NOT_FOR_A_STREAM: &[Opt] = &[
     Opt::CompareReference,
 ];
 
+/// The options of one request only: the SHA-256 of the one file a request sends
+/// (`expected-sha256`), never the whole service's.
+const ONE_REQUEST: &[Opt] = &[Opt::ExpectSha256];
+
 /// The check option `key` names on `face` (`--deep` for the command line; `deep` or
-/// `deny-nonfinite` for a configuration key or a query parameter), if the service takes it.
+/// `deny-nonfinite` for a configuration key), if the whole service takes it.
 pub fn find(face: Face, key: &str) -> Option<&'static Spec> {
+    find_for_request(face, key).filter(|spec| !ONE_REQUEST.contains(&spec.opt))
+}
+
+/// [`find`] for an HTTP query: the service's options and those of one request.
+pub fn find_for_request(face: Face, key: &str) -> Option<&'static Spec> {
     let spec = match face {
         // The table's keys are written one way (`deny-nonfinite`); either spelling is taken.
         Face::Service => Spec::find(face, &key.replace('_', "-"))

@@ -1,8 +1,9 @@
 //! The query of `POST /v1/check` as a pure function (for the service and for fuzz targets):
 //! `?profile=portable&deep&deny=LAYOUT-ALIGN,NAME-PATH&expected-sha256=HEX`: the check
 //! options by the service's keys of the gate's option table ([`crate::options`]; a flag bare
-//! or `=true`/`=false`) on top of the service's own, and `expected-sha256`, the digest the
-//! file must have (`INTEGRITY-SHA256` otherwise; implies `sha256`). `_` may stand for `-`.
+//! or `=true`/`=false`) on top of the service's own; `expected-sha256` is the table's
+//! `--expect-sha256`, the digest the file must have (`INTEGRITY-SHA256` otherwise; implies
+//! `sha256`). `_` may stand for `-`.
 
 use stcheck_gate::options::{Face, RunOptions};
 
@@ -16,8 +17,6 @@ pub const MAX_QUERY_LEN: usize = 8192;
 pub struct Query {
     /// The run's options: the service's, with the query's on top (lists extended).
     pub options: RunOptions,
-    /// The SHA-256 the file must have, 64 lower-case hex digits.
-    pub expected_sha256: Option<String>,
 }
 
 /// The options of `query` (the part of the URI after `?`, without it) on top of `base`; the
@@ -28,7 +27,6 @@ pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
     }
     let mut out = Query {
         options: base.clone(),
-        expected_sha256: None,
     };
     // Messages name the options as a query writes them.
     out.options.face = Face::Service;
@@ -37,18 +35,8 @@ pub fn parse_query(query: &str, base: &RunOptions) -> Result<Query, String> {
             Some((k, v)) => (decode(k)?, Some(decode(v)?)),
             None => (decode(pair)?, None),
         };
-        if key.replace('_', "-") == "expected-sha256" {
-            let v = value.unwrap_or_default();
-            let hex = v.trim().to_ascii_lowercase();
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("expected-sha256: {v:?} is not 64 hex digits"));
-            }
-            out.expected_sha256 = Some(hex);
-            out.options.sha256 = true;
-            continue;
-        }
-        let spec =
-            options::find(Face::Service, &key).ok_or_else(|| format!("no option {key:?}"))?;
+        let spec = options::find_for_request(Face::Service, &key)
+            .ok_or_else(|| format!("no option {key:?}"))?;
         options::set_text(&mut out.options, spec, value.as_deref())?;
     }
     Ok(out)
@@ -97,8 +85,8 @@ mod tests {
         assert_eq!(q.options.deny, ["NAME-PATH", "LAYOUT-ALIGN", "LAYOUT-GAP"]);
         let hex = "AB".repeat(32);
         let q = parse_query(&format!("expected-sha256={hex}"), &base).expect("parses");
-        assert_eq!(q.expected_sha256, Some("ab".repeat(32)));
-        assert!(q.options.sha256);
+        assert_eq!(q.options.expect_sha256, Some("ab".repeat(32)));
+        assert!(q.options.resolve().expect("resolves").sha256);
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Server {
     /// Bind every listener the settings name and start accepting, on the current tokio
     /// runtime; or why the service cannot start.
     pub async fn start(settings: Settings) -> Result<Server, String> {
-        let check = Check::new(settings.options.clone(), None)?;
+        let check = Check::new(settings.options.clone())?;
         if let Some(addr) = settings.http {
             if !addr.ip().is_loopback() && settings.token_file.is_none() {
                 return Err(format!(
@@ -836,7 +836,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
         sh.check.clone()
     } else {
         let made = crate::query::parse_query(query, &sh.settings.options)
-            .and_then(|q| Check::new(q.options, q.expected_sha256));
+            .and_then(|q| Check::new(q.options));
         match made {
             Ok(c) => Arc::new(c),
             Err(e) => return text(StatusCode::BAD_REQUEST, e),

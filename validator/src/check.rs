@@ -60,6 +60,10 @@ pub struct Checked<'a> {
     pub header_len: Option<u64>,
     /// How many bytes of the input were consumed.
     pub bytes_read: u64,
+    /// Every id published for the file that [`Checked::compare_published`] compared with its
+    /// SHA-256, with its source as the user knows it (`"the hub's listing (lfs.oid)"`,
+    /// `"X-Linked-Etag"`, `"--expect-sha256"`), as given.
+    pub published_sha256: Vec<(String, String)>,
     /// Why the reference verdict asked for was not computed (a header above
     /// `reference::MAX_MEMBERS`): the source then does not check the file.
     pub(crate) reference_refused: Option<String>,
@@ -82,7 +86,27 @@ impl Checked<'_> {
             file_len: self.file_len,
             header_len: self.header_len,
             bytes_read: self.bytes_read,
+            published_sha256: self.published_sha256,
             reference_refused: self.reference_refused,
+        }
+    }
+
+    /// The one integrity decision (`INTEGRITY-SHA256`): every id `published` for the file, as
+    /// `(source, id)` pairs from every route (a hub's listing, its `X-Linked-Etag`, a hash the
+    /// user gives), compared with the SHA-256 computed. Kept in
+    /// [`Checked::published_sha256`]; a file the format accepts becomes invalid when an id is
+    /// not a SHA-256, the ids disagree, or they are not its bytes
+    /// ([`Error::sha256_published`] names each source). Nothing is compared without a computed
+    /// SHA-256 ([`Config::sha256`]) or for a file already invalid.
+    pub fn compare_published(&mut self, published: &[(&str, &str)]) {
+        self.published_sha256 = published
+            .iter()
+            .map(|(s, id)| ((*s).to_owned(), (*id).to_owned()))
+            .collect();
+        if let (Some(computed), Ok(_)) = (&self.sha256, &self.verdict) {
+            if let Some(e) = Error::sha256_published(computed, published) {
+                self.verdict = Err(e);
+            }
         }
     }
 }
@@ -600,6 +624,7 @@ impl<'a> Machine<'a, '_> {
             file_len,
             header_len: self.header_len,
             bytes_read: self.consumed,
+            published_sha256: Vec::new(),
             reference_refused: self.reference_refused,
         };
         if out.verdict.is_err() {

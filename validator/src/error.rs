@@ -190,28 +190,8 @@ impl fmt::Debug for Finding {
 pub struct Error(Box<Finding>);
 
 impl Error {
-    /// `INTEGRITY-SHA256`: the file's SHA-256 (`computed`) is not the `published` one (hex,
-    /// as its server gives it). At offset 0: the digest is over the whole file.
-    pub fn sha256_mismatch(published: &str, computed: &[u8; 32]) -> Error {
-        let hex: String = computed.iter().map(|b| format!("{b:02x}")).collect();
-        let published: String = published
-            .chars()
-            .filter(char::is_ascii_hexdigit)
-            .take(64)
-            .collect();
-        Finding::new(
-            Rule::IntegritySha256,
-            0,
-            format!(
-                "the file's SHA-256 is {hex}, but its server publishes {published} for it: \
-                 these are not the bytes that were published"
-            ),
-        )
-        .into()
-    }
-
-    /// `INTEGRITY-SHA256` from every id published for a file: `published` holds `(source,
-    /// id)` pairs (the source named as the user knows it: "the hub's listing (lfs.oid)",
+    /// `INTEGRITY-SHA256` from every id published for a file (at offset 0: the digest is over
+    /// the whole file): `published` holds `(source, id)` pairs (the source named as the user knows it: "the hub's listing (lfs.oid)",
     /// "X-Linked-Etag", "--expect-sha256"); `computed` is the file's SHA-256. `None` when every
     /// id is a SHA-256 (64 hex digits) equal to `computed`; else the finding names each
     /// source and what it says, and why they are not one published file: an id that is not a

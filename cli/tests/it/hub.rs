@@ -534,6 +534,20 @@ fn model_repo() -> (HashMap<String, Repo>, Vec<u8>) {
     let mut disagree = file("model.safetensors", model.clone());
     disagree.linked = Some(sha256_hex(b"another file"));
     repos.insert("org/disagree".into(), one_commit(&c1, vec![disagree]));
+    repos.insert(
+        "org/one".into(),
+        one_commit(&c1, vec![file("model.safetensors", model.clone())]),
+    );
+    // X-Linked-Etags that are not a SHA-256: 63 hex digits, a word, a git blob id (40).
+    for (name, linked) in [
+        ("org/etag63", sha256_hex(&model)[1..].to_owned()),
+        ("org/etagword", "not-a-hash".to_owned()),
+        ("org/etagblob", "b1".repeat(20)),
+    ] {
+        let mut f = file("model.safetensors", model.clone());
+        f.linked = Some(linked);
+        repos.insert(name.into(), one_commit(&c1, vec![f]));
+    }
     let mut malformed = file("model.safetensors", model.clone());
     malformed.listed = Some(sha256_hex(&model)[1..].to_owned());
     repos.insert("org/malformed".into(), one_commit(&c1, vec![malformed]));
@@ -783,22 +797,11 @@ fn published_ids_that_disagree_are_an_integrity_error_by_every_route() {
         "{message}"
     );
     assert!(message.contains("disagree"), "{message}");
-    let ids: Vec<(&str, &str)> = f["published_sha256"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|i| {
-                    let s = |k: &str| i[k].as_str().unwrap_or_default();
-                    (s("source"), s("sha256"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     assert_eq!(
-        ids,
+        published(f),
         [
-            ("the hub's listing (lfs.oid)", real.as_str()),
-            ("X-Linked-Etag", other.as_str())
+            ("the hub's listing (lfs.oid)".to_owned(), real),
+            ("X-Linked-Etag".to_owned(), other)
         ],
         "{f}"
     );
@@ -810,6 +813,201 @@ fn published_ids_that_disagree_are_an_integrity_error_by_every_route() {
     assert_eq!(f["error"]["rule"], "INTEGRITY-SHA256");
     let message = f["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("not a SHA-256"), "{message}");
+}
+
+/// The published ids of a file record, `(source, sha256)`.
+fn published(f: &Value) -> Vec<(String, String)> {
+    f["published_sha256"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| {
+                    let s = |k: &str| i[k].as_str().unwrap_or_default().to_owned();
+                    (s("source"), s("sha256"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The verdict of a one-file run: exit code, status, rule of the error.
+fn verdict(out: &Out) -> (i32, String, String) {
+    let v = lines(&out.stdout);
+    let f = records(&v, "file");
+    let s = |k: &str, r: &str| {
+        f.first()
+            .and_then(|f| {
+                if r.is_empty() {
+                    f[k].as_str()
+                } else {
+                    f[k][r].as_str()
+                }
+            })
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (out.code, s("status", ""), s("error", "rule"))
+}
+
+/// The record of a one-file run that must end in `INTEGRITY-SHA256`, and its message.
+fn integrity_error(hub: &Hub, args: &[&str]) -> (Value, String) {
+    let out = hub.run(args, None);
+    assert_eq!(
+        verdict(&out),
+        (1, "invalid".into(), "INTEGRITY-SHA256".into()),
+        "{args:?}: {}",
+        out.stdout
+    );
+    let v = lines(&out.stdout);
+    let f = records(&v, "file")[0].clone();
+    let message = f["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (f, message)
+}
+
+#[test]
+fn the_same_file_and_published_ids_give_one_verdict_by_every_route() {
+    let (repos, model) = model_repo();
+    let hub = Hub::start(repos);
+    let real = sha256_hex(&model);
+    let other = sha256_hex(b"another file");
+    let tampered_id = sha256_hex(&zeros_file(5));
+    let plain = |repo: &str| {
+        format!(
+            "{}/{repo}/resolve/main/model.safetensors",
+            hub.endpoint().trim_end_matches('/')
+        )
+    };
+    // A repository whose ids agree with the bytes, one whose CDN serves other bytes than
+    // the ids (which agree), one whose listing and X-Linked-Etag disagree: through the
+    // repository, the file at a revision, and a plain URL (the hub's resolve address, which
+    // says only the X-Linked-Etag) given the listing's id with --expect-sha256.
+    for (repo, listed, want) in [
+        ("org/one", &real, (0, "valid", "")),
+        (
+            "org/tampered",
+            &tampered_id,
+            (1, "invalid", "INTEGRITY-SHA256"),
+        ),
+        ("org/disagree", &real, (1, "invalid", "INTEGRITY-SHA256")),
+    ] {
+        let routes: [Vec<String>; 3] = [
+            vec!["--sha256".into(), format!("hf://{repo}")],
+            vec![
+                "--sha256".into(),
+                format!("hf://{repo}@main/model.safetensors"),
+            ],
+            vec!["--expect-sha256".into(), listed.to_uppercase(), plain(repo)],
+        ];
+        for args in &routes {
+            let mut a: Vec<&str> = vec!["--json"];
+            a.extend(args.iter().map(String::as_str));
+            let out = hub.run(&a, None);
+            let (code, status, rule) = verdict(&out);
+            assert_eq!(
+                (code, status.as_str(), rule.as_str()),
+                want,
+                "{repo} {args:?}: {}{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        // The plain URL's ids: the X-Linked-Etag and the user's, each named by its source.
+        let out = hub.run(&["--json", "--expect-sha256", listed, &plain(repo)], None);
+        let v = lines(&out.stdout);
+        let f = records(&v, "file")[0];
+        let etag = if repo == "org/disagree" {
+            &other
+        } else {
+            listed
+        };
+        assert_eq!(
+            published(f),
+            [
+                ("X-Linked-Etag".to_owned(), etag.to_string()),
+                ("--expect-sha256".to_owned(), listed.to_string())
+            ],
+            "{f}"
+        );
+        if want.0 == 1 {
+            let message = f["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(&format!("--expect-sha256 publishes {listed}")),
+                "{message}"
+            );
+        }
+    }
+    // The user's id is one more published id: another hash makes the ids disagree, whatever
+    // the route; the repository's listing and the X-Linked-Etag stay in the decision.
+    for address in [
+        "hf://org/one".to_owned(),
+        "hf://org/one@main/model.safetensors".to_owned(),
+        plain("org/one"),
+    ] {
+        let (f, message) = integrity_error(&hub, &["--json", "--expect-sha256", &other, &address]);
+        assert!(message.contains("disagree"), "{message}");
+        assert!(
+            published(&f).contains(&("--expect-sha256".to_owned(), other.clone())),
+            "{f}"
+        );
+    }
+    // A hash for several files is a usage error, said before anything is checked: a
+    // repository of several files, two addresses.
+    let one = plain("org/one");
+    for args in [
+        vec!["--expect-sha256", &real, "hf://org/model"],
+        vec!["--expect-sha256", &real, &one, &one],
+        vec!["--expect-sha256", "abc", &one],
+    ] {
+        let out = hub.run(&args, None);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stdout);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert!(out.stderr.contains("--expect-sha256"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn a_malformed_linked_etag_is_compared_and_a_git_blob_id_is_named() {
+    let (repos, model) = model_repo();
+    let hub = Hub::start(repos);
+    let real = sha256_hex(&model);
+    for repo in ["org/etag63", "org/etagword"] {
+        for address in [
+            format!("hf://{repo}"),
+            format!("hf://{repo}/model.safetensors"),
+        ] {
+            let (_, message) = integrity_error(&hub, &["--json", "--sha256", &address]);
+            assert!(
+                message.contains("X-Linked-Etag publishes") && message.contains("not a SHA-256"),
+                "{message}"
+            );
+            // Without the SHA-256 nothing is compared: the format's verdict.
+            let out = hub.run(&[&address], None);
+            assert_eq!(out.code, 0, "{address}: {}", out.stdout);
+        }
+    }
+    // A git blob id (a file not in LFS) is named in the record and not compared: the
+    // listing's id decides on the repository's route; nothing is published on the file's.
+    for (address, ids) in [
+        (
+            "hf://org/etagblob",
+            vec![("the hub's listing (lfs.oid)".to_owned(), real.clone())],
+        ),
+        ("hf://org/etagblob/model.safetensors", vec![]),
+    ] {
+        let out = hub.run(&["--json", "--sha256", address], None);
+        assert_eq!(
+            verdict(&out),
+            (0, "valid".into(), String::new()),
+            "{address}"
+        );
+        let v = lines(&out.stdout);
+        let f = records(&v, "file")[0];
+        assert_eq!(f["git_blob_id"], "b1".repeat(20), "{f}");
+        assert_eq!(published(f), ids, "{f}");
+    }
 }
 
 #[test]

@@ -179,11 +179,15 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
         "/set/a.safetensors" => http::serve_file(req, &shard, true),
         // A file the server does not have: `read_error: "http_status"` with `http_status`.
         "/gone.safetensors" => http::Reply::new(404),
+        // A file not in LFS: its X-Linked-Etag is a git blob id (`git_blob_id`).
+        "/blob.safetensors" => http::serve_file(req, &served, true)
+            .header("X-Linked-Etag", format!("\"{}\"", "b1".repeat(20))),
         _ => hub(http::serve_file(req, &served, true)),
     });
     let url = server.url("/valid.safetensors");
     let index_url = server.url("/set/m.safetensors.index.json");
     let gone_url = server.url("/gone.safetensors");
+    let blob_url = server.url("/blob.safetensors");
 
     let mut seen = Seen::default();
     let runs: &[&[&str]] = &[
@@ -213,7 +217,12 @@ fn every_key_written_is_documented_and_every_documented_key_is_written() {
             "valid.safetensors",
             "set/m.safetensors.index.json",
         ],
-        &[url.as_str(), index_url.as_str(), gone_url.as_str()],
+        &[
+            url.as_str(),
+            index_url.as_str(),
+            gone_url.as_str(),
+            blob_url.as_str(),
+        ],
         // The ids published for the file, compared with its SHA-256 (`published_sha256`).
         &["--sha256", url.as_str()],
     ];

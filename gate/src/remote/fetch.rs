@@ -435,13 +435,16 @@ pub(super) fn fetch_index_bytes(
     Ok(bytes)
 }
 
-/// The check of one file (not an index) at `url`.
+/// The check of one file (not an index) at `url`. With its SHA-256, every id published for it
+/// (`published`, the listing's LFS id; the `X-Linked-Etag`; `expected`, the user's `(source,
+/// hex)`) is compared in the one integrity decision ([`stcheck::Checked::compare_published`]).
 pub(super) fn check_file(
     session: &mut Session<'_>,
     url: &Url,
     config: &Config,
     depth: Depth,
     published: Option<&str>,
+    expected: Option<(&str, &str)>,
 ) -> Result<FileCheck, RemoteError> {
     let config = verdict::config_for(config, depth);
     if !verdict::reads_data(&config) {
@@ -455,23 +458,21 @@ pub(super) fn check_file(
     if let Some(listed) = published {
         ids.push((LISTING, listed.to_owned()));
     }
-    if let Some(linked) = session.hub.lfs_sha256.clone() {
+    // An X-Linked-Etag that is a SHA-256 is compared; one that is neither a SHA-256 nor a git
+    // blob id is too, and fails the file (a git blob id, of a file not in LFS, is not).
+    let linked = session.hub.lfs_sha256.clone();
+    if let Some(linked) = linked.or_else(|| session.hub.linked_etag_malformed.clone()) {
         ids.push((LINKED_ETAG, linked));
     }
     if let Some((_, sha)) = ids.iter().find(|(_, id)| super::said::is_sha256_hex(id)) {
         // The record's `lfs_sha256`: the listing's, else the header's (a SHA-256 only).
         session.hub.lfs_sha256 = Some(sha.to_ascii_lowercase());
     }
-    session.hub.published_sha256 = ids
-        .iter()
-        .map(|(s, id)| ((*s).to_owned(), id.clone()))
-        .collect();
-    if let (Some(computed), Ok(_)) = (&file.checked.sha256, &file.checked.verdict) {
-        let pairs: Vec<(&str, &str)> = ids.iter().map(|(s, id)| (*s, id.as_str())).collect();
-        if let Some(e) = stcheck::Error::sha256_published(computed, &pairs) {
-            file.checked.verdict = Err(e);
-        }
+    if let Some((source, hex)) = expected {
+        ids.push((source, hex.to_owned()));
     }
+    let pairs: Vec<(&str, &str)> = ids.iter().map(|(s, id)| (*s, id.as_str())).collect();
+    file.checked.compare_published(&pairs);
     Ok(file)
 }
 

@@ -534,6 +534,9 @@ pub struct Known {
     /// names of their shards), by file name: a set's check takes its index from here instead
     /// of fetching it again.
     pub indexes: std::collections::HashMap<String, FetchedIndex>,
+    /// The SHA-256 the user gives for the file at the address (`--expect-sha256`): `(source,
+    /// hex)`, the source named as the face names the option. One more published id.
+    pub expected: Option<(&'static str, String)>,
 }
 
 /// A shard of a set named by URL as it was fetched, handed on with its outcome: its address
@@ -729,7 +732,8 @@ impl Remote {
             shards::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {
             let published = known.sha256.get(&url.file_name()).map(String::as_str);
-            fetch::check_file(&mut session, &url, config, depth, published)
+            let expected = known.expected.as_ref().map(|(s, id)| (*s, id.as_str()));
+            fetch::check_file(&mut session, &url, config, depth, published, expected)
                 .map(|f| Found::File(Box::new(f)))
         };
         let outcome = outcome.map_err(|e| RemoteError {

@@ -224,12 +224,13 @@ impl Urls {
         } else {
             Depth::Header
         };
-        let is_index = url.split(['?', '#']).next().is_some_and(|p| {
-            let name = p.rsplit('/').next().unwrap_or(p);
-            crate::fs::checkpoint_kind(std::ffi::OsStr::new(name))
-                == Some(crate::fs::Checkpoint::Index)
-        });
-        let known = self.known(url);
+        let is_index = crate::target::names_index(url);
+        let mut known = self.known(url);
+        // The id the user gives for the file: one more published id, in the same decision as
+        // the hub's (the run checks this one file: `RunOptions::one_file`).
+        if let (Some((source, hex)), false) = (o.expected_id(), is_index) {
+            Arc::make_mut(&mut known).expected = Some((source, hex.to_owned()));
+        }
         // The session of `check_known` is pinned to this commit and refuses a response of another
         // (`commit_moved`); here it only fills the commit a hub that said none served.
         let pinned = super::pinned_commit(url);

@@ -40,11 +40,27 @@ impl HubInfo {
         if self.commit.is_none() {
             self.commit = commit(headers);
         }
-        if let Some(linked) = clean(headers, "x-linked-etag") {
-            if is_sha256_hex(&linked) {
-                self.lfs_sha256 = Some(linked.to_ascii_lowercase());
+        if let Some(raw) = headers.get("x-linked-etag") {
+            // What the header says decides what it is: a SHA-256 (compared), a git blob id
+            // (a file not in LFS: not compared), or neither (a published id that cannot
+            // confirm the bytes).
+            let text = String::from_utf8_lossy(raw.as_bytes());
+            let text = text.trim();
+            let v = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+            self.lfs_sha256 = None;
+            self.git_blob_id = None;
+            self.linked_etag_malformed = None;
+            if is_sha256_hex(v) {
+                self.lfs_sha256 = Some(v.to_ascii_lowercase());
+            } else if v.len() == 40 && v.bytes().all(|b| b.is_ascii_hexdigit()) {
+                self.git_blob_id = Some(v.to_ascii_lowercase());
+            } else {
+                let shown = v.chars().filter(char::is_ascii_alphanumeric).take(80);
+                self.linked_etag_malformed = Some(shown.collect());
             }
-            self.etag = Some(linked);
+            if let Some(linked) = clean(headers, "x-linked-etag") {
+                self.etag = Some(linked);
+            }
         }
         if last {
             self.note_etag(headers);
@@ -158,6 +174,28 @@ pub(super) mod tests {
         assert_eq!(plain.etag.as_deref(), Some("x1"));
         assert_eq!(plain.commit, None);
         assert_eq!(plain.lfs_sha256, None);
+        // An X-Linked-Etag is a SHA-256, a git blob id (40 hex digits), or neither.
+        let linked = |v: &str| {
+            let mut info = HubInfo::default();
+            info.note(&headers(&[("x-linked-etag", v)]), false);
+            (
+                info.lfs_sha256,
+                info.git_blob_id,
+                info.linked_etag_malformed,
+            )
+        };
+        let blob = "C".repeat(40);
+        assert_eq!(
+            linked(&format!("\"{blob}\"")),
+            (None, Some("c".repeat(40)), None)
+        );
+        for (bad, shown) in [
+            (&sha[1..], &sha[1..]),
+            ("\"not-hex\"", "nothex"),
+            ("W/\"\"", ""),
+        ] {
+            assert_eq!(linked(bad), (None, None, Some(shown.to_owned())), "{bad}");
+        }
     }
 
     #[test]

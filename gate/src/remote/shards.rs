@@ -243,7 +243,7 @@ impl<'r> RemoteShards<'r> {
             session = session.in_set(slot);
         }
         let published = self.known.sha256.get(name).map(String::as_str);
-        let result = fetch::check_file(&mut session, &url, config, self.depth, published);
+        let result = fetch::check_file(&mut session, &url, config, self.depth, published, None);
         let held = session.permit.take().map_or(0, Permit::keep);
         Fetched {
             result: result.map(|f| f.checked),

@@ -41,6 +41,7 @@ def options(
     profile: str = "strict",
     deep: bool = False,
     sha256: bool = False,
+    expect_sha256: Optional[str] = None,
     deny_warnings: bool = False,
     deny_nonfinite: bool = False,
     deny: Iterable[str] = (),
@@ -67,7 +68,10 @@ def options(
     They mirror the CLI's flags and are resolved by the same function (the gate's
     ``RunOptions``), so a conflict the CLI refuses is refused here with the same message:
     ``profile`` (``--profile``: ``"strict"``, ``"reference"`` or ``"portable"``), ``deep``,
-    ``sha256`` (implies ``deep``), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``),
+    ``sha256`` (implies ``deep``), ``expect_sha256`` (``--expect-sha256``: the SHA-256, 64
+    hex digits, the one file checked must have; one more published id, compared with the
+    file's and every id its server publishes, ``INTEGRITY-SHA256`` on any disagreement;
+    implies ``sha256``; a ``ValueError`` for a set or several files), ``deny_warnings``, ``deny_nonfinite`` (implies ``deep``),
     ``deny``/``allow`` (warning rule IDs made errors / hidden), ``max_header_size``
     (100,000,000 bytes, the library's default; ``None`` means the same),
     ``max_warnings_per_rule`` (100; ``None`` means the same),
@@ -90,6 +94,7 @@ def options(
         "profile": profile,
         "deep": bool(deep),
         "sha256": bool(sha256),
+        "expect_sha256": expect_sha256,
         "deny_warnings": bool(deny_warnings),
         "deny_nonfinite": bool(deny_nonfinite),
         "deny": list(deny),

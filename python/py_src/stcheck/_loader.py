@@ -123,7 +123,7 @@ def numpy_dtype(dtype: str) -> "np.dtype":
 
 
 _ALLOWED = frozenset(
-    {"deep", "sha256", "deny_warnings", "deny_nonfinite", "deny", "allow",
+    {"deep", "sha256", "expect_sha256", "deny_warnings", "deny_nonfinite", "deny", "allow",
      "max_header_size", "max_warnings_per_rule", "follow_links", "threads"}
 )
 
@@ -146,7 +146,9 @@ def _loader_opts(kw: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _reads_data(kw: Dict[str, Any]) -> bool:
-    return bool(kw.get("deep") or kw.get("sha256") or kw.get("deny_nonfinite"))
+    return bool(
+        kw.get("deep") or kw.get("sha256") or kw.get("expect_sha256") or kw.get("deny_nonfinite")
+    )
 
 
 def _map(fd: int) -> _mmap.mmap:

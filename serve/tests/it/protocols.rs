@@ -158,7 +158,20 @@ fn expected_sha256() {
         &bytes,
     );
     assert_eq!(other.status, 422);
-    assert_eq!(other.json()["data"]["error"]["rule"], "INTEGRITY-SHA256");
+    let data = &other.json()["data"];
+    assert_eq!(data["error"]["rule"], "INTEGRITY-SHA256");
+    // The one integrity decision: the source named as the service names the option, in the
+    // message and the record.
+    assert!(
+        data["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("expected-sha256 publishes")),
+        "{data}"
+    );
+    assert_eq!(
+        data["published_sha256"],
+        serde_json::json!([{"source": "expected-sha256", "sha256": "0".repeat(64)}])
+    );
 }
 
 #[test]

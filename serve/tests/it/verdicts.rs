@@ -31,8 +31,8 @@ fn stdin_record(gate: &Gate, bytes: &[u8]) -> serde_json::Value {
         place: Place::Stdin,
     };
     match stcheck::check_reader_with(bytes, gate.config(), &|_: u64| {}) {
-        Ok(c) => {
-            gate.checked(&at, &c, &Via::Local(ReadMode::Stream), &mut sink);
+        Ok(mut c) => {
+            gate.checked(&at, &mut c, &Via::Local(ReadMode::Stream), &mut sink);
         }
         Err(e) => {
             stcheck_gate::not_checked(&at, &e, &mut sink);

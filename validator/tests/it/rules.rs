@@ -1623,7 +1623,8 @@ fn writer_output_is_clean() {
 #[test]
 fn integrity_sha256() {
     let computed = [0xabu8; 32];
-    let e = Error::sha256_mismatch(&"cd".repeat(32), &computed);
+    let e = Error::sha256_published(&computed, &[("listing", &"cd".repeat(32))])
+        .expect("an integrity error");
     assert_eq!(e.rule(), Rule::IntegritySha256);
     assert_eq!(e.kind(), stcheck::Kind::Integrity);
     assert_eq!(e.kind().as_str(), "integrity");
@@ -1631,7 +1632,8 @@ fn integrity_sha256() {
     assert!(e.message().contains(&"ab".repeat(32)), "{e}");
     assert!(e.message().contains(&"cd".repeat(32)), "{e}");
     // Whatever the server sent, the message holds hex digits only from it.
-    let e = Error::sha256_mismatch("\u{1b}[31mevil\nline", &computed);
+    let e = Error::sha256_published(&computed, &[("listing", "\u{1b}[31mevil\nline")])
+        .expect("an integrity error");
     assert!(!e.message().contains('\n') && !e.message().contains('\u{1b}'));
     seen(Rule::IntegritySha256);
 }
