@@ -19,6 +19,8 @@ pub mod clamd;
 #[cfg(feature = "server")]
 mod face;
 #[cfg(feature = "server")]
+mod log;
+#[cfg(feature = "server")]
 mod metrics;
 pub mod options;
 pub mod query;
@@ -80,12 +82,13 @@ pub fn main(args: &[OsString]) -> ExitCode {
             }
         };
         for line in server.banner() {
-            eprintln!("stcheck serve: {line}");
+            server.say(&line);
         }
         stop.recv().await;
-        eprintln!("stcheck serve: stopping: no new connections; streams in flight may finish");
+        server.say("stopping: no new connections; streams in flight may finish");
         server.shutdown().await;
-        eprintln!("stcheck serve: stopped");
+        server.say("stopped");
+        server.flush_log();
         ExitCode::SUCCESS
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -21,6 +21,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::clamd::{split_command, Command, Delimiter, Frame, Framing};
 use crate::face::{Check, Outcome, Verdict};
+use crate::log::Log;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 
@@ -35,6 +36,8 @@ struct Shared {
     check: Arc<Check>,
     token: Option<String>,
     metrics: Metrics,
+    /// The log: verdict lines and the service's own.
+    log: Log,
     workers: Arc<Semaphore>,
     stopping: AtomicBool,
     stop: watch::Sender<bool>,
@@ -93,6 +96,7 @@ impl Server {
             check: Arc::new(check),
             token,
             metrics: Metrics::default(),
+            log: Log::stderr(),
             stopping: AtomicBool::new(false),
             stop,
         });
@@ -217,6 +221,21 @@ impl Server {
         if let Some(p) = &self.clamd_socket {
             let _ = std::fs::remove_file(p);
         }
+        sh.log.flush();
+    }
+
+    /// A line of the service's own (`stcheck serve: ` and `line`) in its log, after the
+    /// verdict lines logged before it.
+    pub fn say(&self, line: &str) {
+        self.shared.log.line(|b| {
+            b.extend_from_slice(b"stcheck serve: ");
+            b.extend_from_slice(line.as_bytes());
+        });
+    }
+
+    /// Until every line logged so far is written.
+    pub fn flush_log(&self) {
+        self.shared.log.flush();
     }
 }
 
@@ -228,24 +247,31 @@ impl Shared {
             .unwrap_or(stcheck::limits::DEFAULT_MAX_HEADER_SIZE)
     }
 
-    /// One log line for a verdict (nothing of the request: no bytes, no token, no address).
+    /// One log line for a verdict (nothing of the request: no bytes, no token, no address),
+    /// formatted straight into the log's buffer.
     fn log(&self, protocol: &str, outcome: &Outcome, bytes: u64, took: Duration) {
+        use std::io::Write;
         self.metrics.verdict(outcome, took);
         let rule = outcome.rule.unwrap_or("");
-        let secs = took.as_secs_f64();
+        let (secs, micros) = (took.as_secs(), took.subsec_micros());
         let verdict = outcome.verdict.as_str();
-        if self.settings.log_json {
-            eprintln!(
-                "{{\"event\":\"verdict\",\"protocol\":\"{protocol}\",\"verdict\":\"{verdict}\",\
-                 \"rule\":\"{rule}\",\"bytes\":{bytes},\"seconds\":{secs:.6}}}"
-            );
-        } else {
-            eprintln!(
-                "stcheck serve: verdict {protocol} {verdict}{}{rule} bytes={bytes} \
-                 seconds={secs:.6}",
-                if rule.is_empty() { "" } else { " " }
-            );
-        }
+        let json = self.settings.log_json;
+        self.log.line(|b| {
+            let _ = if json {
+                write!(
+                    b,
+                    "{{\"event\":\"verdict\",\"protocol\":\"{protocol}\",\"verdict\":\"{verdict}\",\
+                     \"rule\":\"{rule}\",\"bytes\":{bytes},\"seconds\":{secs}.{micros:06}}}"
+                )
+            } else {
+                write!(
+                    b,
+                    "stcheck serve: verdict {protocol} {verdict}{}{rule} bytes={bytes} \
+                     seconds={secs}.{micros:06}",
+                    if rule.is_empty() { "" } else { " " }
+                )
+            };
+        });
     }
 }
 
