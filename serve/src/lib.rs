@@ -41,7 +41,8 @@ pub use settings::{Limits, Settings};
 
 #[cfg(feature = "server")]
 /// `stcheck serve ARGS...` (`args` without `serve`): runs until SIGTERM or SIGINT, then stops
-/// gracefully and exits 0; 2 when it cannot start.
+/// gracefully and exits 0; 2 when it cannot start. SIGHUP reads the configuration again
+/// ([`Server::reload`]).
 pub fn main(args: &[OsString]) -> ExitCode {
     let settings = match Settings::from_args(args) {
         Ok(settings::Parsed::Run(s)) => *s,
@@ -67,7 +68,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
     let code = runtime.block_on(async {
         // The handlers are in place before anything listens: a SIGTERM sent as soon as the
         // service answers is a graceful stop, never the default action.
-        let stop = match StopSignal::new() {
+        let mut stop = match StopSignal::new() {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stcheck serve: cannot wait for signals: {e}");
@@ -84,7 +85,19 @@ pub fn main(args: &[OsString]) -> ExitCode {
         for line in server.banner() {
             server.say(&line);
         }
-        stop.recv().await;
+        while let Signal::Reload = stop.recv().await {
+            match server.reload() {
+                Ok(lines) => {
+                    server.say("SIGHUP: the configuration is read again");
+                    for line in lines {
+                        server.say(&line);
+                    }
+                }
+                Err(e) => server.say(&format!(
+                    "SIGHUP: the new configuration is refused, the one in force is kept: {e}"
+                )),
+            }
+        }
         server.say("stopping: no new connections; streams in flight may finish");
         server.shutdown().await;
         server.say("stopped");
@@ -95,11 +108,19 @@ pub fn main(args: &[OsString]) -> ExitCode {
     code
 }
 
-/// SIGTERM and SIGINT, caught from the moment it is made.
+/// SIGTERM, SIGINT and SIGHUP, caught from the moment it is made.
 #[cfg(feature = "server")]
 struct StopSignal {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+/// What a signal asks for.
+#[cfg(feature = "server")]
+enum Signal {
+    Stop,
+    Reload,
 }
 
 #[cfg(feature = "server")]
@@ -109,14 +130,16 @@ impl StopSignal {
         Ok(StopSignal {
             term: signal(SignalKind::terminate())?,
             int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
         })
     }
 
-    /// Until one of them arrives.
-    async fn recv(mut self) {
+    /// The next one.
+    async fn recv(&mut self) -> Signal {
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
+            _ = self.term.recv() => Signal::Stop,
+            _ = self.int.recv() => Signal::Stop,
+            _ = self.hup.recv() => Signal::Reload,
         }
     }
 }

@@ -74,6 +74,17 @@ pub struct Settings {
     pub limits: Limits,
     /// The check options of every stream (an HTTP request's query adds to them).
     pub options: RunOptions,
+    /// Where these settings came from, to read them again on SIGHUP.
+    pub source: Source,
+}
+
+/// Where settings come from: a configuration file, then the command line's flags (which win).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// `--config FILE`.
+    pub config: Option<PathBuf>,
+    /// The other flags, by name without `--`, each with its value (`None`: given bare).
+    pub flags: Vec<(String, Option<String>)>,
 }
 
 impl Default for Settings {
@@ -87,6 +98,7 @@ impl Default for Settings {
             log_json: false,
             limits: Limits::default(),
             options: RunOptions::default(),
+            source: Source::default(),
         }
     }
 }
@@ -188,20 +200,31 @@ impl Settings {
                 pairs.push((key.to_owned(), value));
             }
         }
+        let source = Source {
+            config,
+            flags: pairs,
+        };
+        Ok(Parsed::Run(Box::new(Settings::from_source(source)?)))
+    }
+
+    /// The settings `source` gives: the defaults, the file's keys, then the flags. Read again
+    /// the same way on SIGHUP.
+    pub fn from_source(source: Source) -> Result<Settings, String> {
         let mut settings = Settings::default();
-        if let Some(path) = config {
-            let text = std::fs::read_to_string(&path)
+        if let Some(path) = &source.config {
+            let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("--config {}: {e}", path.display()))?;
             settings
                 .apply_toml(&text)
                 .map_err(|e| format!("--config {}: {e}", path.display()))?;
         }
-        for (key, value) in &pairs {
+        for (key, value) in &source.flags {
             settings
                 .set_text(key, value.as_deref())
                 .map_err(|e| format!("--{e}"))?;
         }
-        Ok(Parsed::Run(Box::new(settings)))
+        settings.source = source;
+        Ok(settings)
     }
 
     /// The keys of a TOML configuration, set in the file's order: the service's own (`http`,
