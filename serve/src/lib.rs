@@ -19,6 +19,8 @@ pub mod clamd;
 #[cfg(feature = "server")]
 mod face;
 #[cfg(feature = "server")]
+pub mod listen;
+#[cfg(feature = "server")]
 mod log;
 #[cfg(feature = "server")]
 mod metrics;
@@ -55,6 +57,21 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before any thread: the variables are read and removed.
+    let passed = match listen::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("stcheck serve: the sockets passed cannot be used: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if settings.listen && passed.as_ref().is_none_or(listen::Passed::is_empty) {
+        eprintln!(
+            "stcheck serve: --listen: no sockets were passed to this process (LISTEN_PID, \
+             LISTEN_FDS and LISTEN_FDNAMES of systemd's socket activation)"
+        );
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,7 +92,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let server = match Server::start(settings).await {
+        let server = match Server::start_with(settings, passed).await {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stcheck serve: {e}");

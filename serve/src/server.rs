@@ -110,12 +110,36 @@ pub struct Server {
     clamd: Option<SocketAddr>,
     http: Option<SocketAddr>,
     clamd_socket: Option<PathBuf>,
+    /// The service made the clamd socket's file (and removes it at the stop).
+    made_socket: bool,
+    /// Its sockets were passed by a service manager.
+    passed: bool,
 }
 
 impl Server {
     /// Bind every listener the settings name and start accepting, on the current tokio
     /// runtime; or why the service cannot start.
     pub async fn start(settings: Settings) -> Result<Server, String> {
+        Server::start_with(settings, None).await
+    }
+
+    /// [`Server::start`], with the sockets a service manager passed (`passed`): then those
+    /// are the service's sockets, and the settings' addresses are not bound.
+    pub async fn start_with(
+        mut settings: Settings,
+        passed: Option<crate::listen::Passed>,
+    ) -> Result<Server, String> {
+        let passed = passed.filter(|p| !p.is_empty());
+        if let Some(p) = &passed {
+            // The addresses are the passed sockets' (the start-up checks apply to them).
+            settings.clamd = p.clamd.as_ref().and_then(|l| l.local_addr().ok());
+            settings.http = p.http.as_ref().and_then(|l| l.local_addr().ok());
+            settings.clamd_socket = p
+                .clamd_unix
+                .as_ref()
+                .and_then(|l| l.local_addr().ok())
+                .and_then(|a| a.as_pathname().map(PathBuf::from));
+        }
         let current = Current::new(settings, None)?;
         let (stop, _) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -128,6 +152,7 @@ impl Server {
         });
         let now = shared.now();
         let s = &now.settings;
+        let passed_any = passed.is_some();
         let bind = |addr: SocketAddr, what: &str| {
             let what = what.to_owned();
             async move {
@@ -136,22 +161,49 @@ impl Server {
                     .map_err(|e| format!("--{what} {addr}: {e}"))
             }
         };
-        let clamd = match s.clamd {
-            Some(a) => Some(bind(a, "clamd").await?),
-            None => None,
-        };
-        let http = match s.http {
-            Some(a) => Some(bind(a, "http").await?),
-            None => None,
-        };
-        let unix = match &s.clamd_socket {
-            Some(path) => Some(bind_unix(path)?),
-            None => None,
+        let (clamd, http, unix) = match passed {
+            Some(p) => {
+                let tcp = |l: Option<std::net::TcpListener>, what: &str| {
+                    l.map(|l| {
+                        l.set_nonblocking(true)
+                            .and_then(|()| TcpListener::from_std(l))
+                            .map_err(|e| format!("the {what} socket passed: {e}"))
+                    })
+                    .transpose()
+                };
+                let unix = p
+                    .clamd_unix
+                    .map(|l| {
+                        l.set_nonblocking(true)
+                            .and_then(|()| tokio::net::UnixListener::from_std(l))
+                            .map_err(|e| format!("the clamd Unix socket passed: {e}"))
+                    })
+                    .transpose()?;
+                (tcp(p.clamd, "clamd")?, tcp(p.http, "http")?, unix)
+            }
+            None => {
+                let clamd = match s.clamd {
+                    Some(a) => Some(bind(a, "clamd").await?),
+                    None => None,
+                };
+                let http = match s.http {
+                    Some(a) => Some(bind(a, "http").await?),
+                    None => None,
+                };
+                let unix = match &s.clamd_socket {
+                    Some(path) => Some(bind_unix(path)?),
+                    None => None,
+                };
+                (clamd, http, unix)
+            }
         };
         let server = Server {
             clamd: clamd.as_ref().and_then(|l| l.local_addr().ok()),
             http: http.as_ref().and_then(|l| l.local_addr().ok()),
             clamd_socket: s.clamd_socket.clone(),
+            // A passed socket's file belongs to the service manager.
+            made_socket: !passed_any && s.clamd_socket.is_some(),
+            passed: passed_any,
             shared: shared.clone(),
         };
         if let Some(l) = clamd {
@@ -177,12 +229,13 @@ impl Server {
         let mut new = Settings::from_source(old.settings.source.clone())?;
         let mut said = Vec::new();
         let o = &old.settings;
-        if (
-            new.clamd,
-            &new.clamd_socket,
-            new.http,
-            new.clamd_allow_remote,
-        ) != (o.clamd, &o.clamd_socket, o.http, o.clamd_allow_remote)
+        if !self.passed
+            && (
+                new.clamd,
+                &new.clamd_socket,
+                new.http,
+                new.clamd_allow_remote,
+            ) != (o.clamd, &o.clamd_socket, o.http, o.clamd_allow_remote)
         {
             said.push("the addresses changed: the sockets are kept until a restart".to_owned());
         }
@@ -283,7 +336,7 @@ impl Server {
             }
             ticks.tick().await;
         }
-        if let Some(p) = &self.clamd_socket {
+        if let (Some(p), true) = (&self.clamd_socket, self.made_socket) {
             let _ = std::fs::remove_file(p);
         }
         sh.log.flush();

@@ -70,6 +70,9 @@ pub struct Settings {
     pub token_file: Option<PathBuf>,
     /// Verdict log lines as JSON.
     pub log_json: bool,
+    /// Listen only on the sockets a service manager passed (systemd socket activation); do not
+    /// start without them.
+    pub listen: bool,
     /// The limits.
     pub limits: Limits,
     /// The check options of every stream (an HTTP request's query adds to them).
@@ -96,6 +99,7 @@ impl Default for Settings {
             clamd_allow_remote: false,
             token_file: None,
             log_json: false,
+            listen: false,
             limits: Limits::default(),
             options: RunOptions::default(),
             source: Source::default(),
@@ -115,7 +119,10 @@ Where it listens (loopback by default):
   --http ADDR              HTTP API: POST /v1/check, /healthz, /readyz, /metrics, /v1/rules/RULE
   --token-file FILE        HTTP bearer token (needed to bind HTTP off loopback)
   --clamd-allow-remote     allow a clamd address off loopback (clamd has no authentication)
-  --config FILE            a TOML file with these keys (without --); flags win
+  --listen                 only the sockets systemd passes (LISTEN_FDS, named clamd or http
+                           by LISTEN_FDNAMES); without it, passed sockets are used if any
+  --config FILE            a TOML file with these keys (without --); flags win; SIGHUP
+                           reads it again
 
 Limits:
   --max-stream BYTES       the most bytes of a stream (default 64 GiB; K, M, G, T suffixes)
@@ -312,6 +319,7 @@ impl Settings {
             "token-file" => self.token_file = Some(PathBuf::from(text)),
             "clamd-allow-remote" => self.clamd_allow_remote = flag()?,
             "log-json" => self.log_json = flag()?,
+            "listen" => self.listen = flag()?,
             "max-stream" => l.max_stream = bytes(text).map_err(|e| format!("{key}: {e}"))?,
             "workers" => l.workers = count(text)?,
             "queue" => {
@@ -350,6 +358,7 @@ const OWN: &[(&str, bool)] = &[
     ("grace", true),
     ("clamd-allow-remote", false),
     ("log-json", false),
+    ("listen", false),
 ];
 
 /// The service's own option `key` names, as spelled in [`OWN`].

@@ -1,7 +1,11 @@
 //! The service's lifecycle: SIGHUP reads the configuration again (the limits, the options and
-//! the token file; the sockets kept; a bad configuration refused and the one in force kept).
+//! the token file; the sockets kept; a bad configuration refused and the one in force kept);
+//! sockets passed by systemd's socket activation, named.
 
 use std::ffi::OsString;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
 
 use stcheck_serve::settings::Parsed;
 use stcheck_serve::Settings;
@@ -125,4 +129,94 @@ fn sighup_reloads_the_process() {
     p.signal("-TERM");
     assert_eq!(p.child.wait().expect("exit").code(), Some(0));
     let _ = std::fs::remove_file(&config);
+}
+
+/// A loopback port free now (picked by the system, then let go): for a program that cannot
+/// be told port 0.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+#[test]
+fn systemd_socket_activation_gives_both_sockets_by_name() {
+    let Some(activate) = crate::clients::client(
+        Path::new("/usr/bin/systemd-socket-activate"),
+        "socket activation",
+    ) else {
+        return;
+    };
+    let _turn = support::start_with(|s| {
+        s.clamd = None;
+        s.http = None;
+    });
+    let (c, h) = (free_port(), free_port());
+    let sock = support::scratch("activated.sock", "");
+    std::fs::remove_file(&sock).expect("rm");
+    let sock_text = sock.to_str().expect("UTF-8").to_owned();
+    let (clamd_at, http_at) = (format!("127.0.0.1:{c}"), format!("127.0.0.1:{h}"));
+    let mut p = support::Process::spawn_program(
+        &activate,
+        &[
+            "-l",
+            &clamd_at,
+            "-l",
+            &sock_text,
+            "-l",
+            &http_at,
+            "--fdname=clamd:clamd:http",
+            env!("CARGO_BIN_EXE_stcheck-serve"),
+            "--listen",
+        ],
+    );
+    // The manager has bound the three sockets; the service starts at the first connection.
+    p.line(&format!("Listening on 127.0.0.1:{h} as 5."));
+    let clamd: SocketAddr = clamd_at.parse().expect("address");
+    assert_eq!(command(clamd, b"zPING\0"), "PONG");
+    assert_eq!(p.clamd(), clamd);
+    p.line(&format!("stcheck serve: clamd on unix:{sock_text}"));
+    p.line(&format!("stcheck serve: http on {http_at} "));
+    let mut unix = std::os::unix::net::UnixStream::connect(&sock).expect("unix");
+    unix.write_all(b"zPING\0").expect("send");
+    assert_eq!(support::read_reply(&mut unix), "PONG");
+    let web: SocketAddr = http_at.parse().expect("address");
+    assert_eq!(http(web, "GET", "/healthz", "", b"").status, 200);
+    assert_eq!(support::post(web, "", &model()).status, 200);
+    assert_eq!(instream(clamd, &model(), 100), "stream: OK");
+    p.signal("-TERM");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(0));
+    // The socket's file is the manager's: left where it is.
+    assert!(sock.exists());
+    let _ = std::fs::remove_file(&sock);
+}
+
+#[test]
+fn passed_sockets_without_names_or_none_under_listen_refuse_to_start() {
+    let _turn = support::start_with(|s| {
+        s.clamd = None;
+        s.http = None;
+    });
+    let mut p = support::Process::spawn(&["--listen"]);
+    let why = p.line("stcheck serve: --listen: ");
+    assert!(why.contains("no sockets were passed"), "{why}");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(2));
+    let Some(activate) = crate::clients::client(
+        Path::new("/usr/bin/systemd-socket-activate"),
+        "socket activation",
+    ) else {
+        return;
+    };
+    let at = format!("127.0.0.1:{}", free_port());
+    let mut p = support::Process::spawn_program(
+        &activate,
+        &["-l", &at, env!("CARGO_BIN_EXE_stcheck-serve")],
+    );
+    p.line(&format!("Listening on {at} as 3."));
+    // The first connection starts it; it refuses the unnamed socket and exits.
+    let _ = std::net::TcpStream::connect(&at);
+    let why = p.line("stcheck serve: the sockets passed cannot be used: ");
+    assert!(why.contains("LISTEN_FDNAMES"), "{why}");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(2));
 }

@@ -265,8 +265,13 @@ pub(crate) struct Process {
 impl Process {
     /// `stcheck-serve ARGS...` (the test holds its turn: see `start`).
     pub(crate) fn spawn(args: &[&str]) -> Process {
+        Process::spawn_program(Path::new(env!("CARGO_BIN_EXE_stcheck-serve")), args)
+    }
+
+    /// `program ARGS...`, a program that runs the service (or is it).
+    pub(crate) fn spawn_program(program: &Path, args: &[&str]) -> Process {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stcheck-serve"))
+        let mut child = std::process::Command::new(program)
             .args(args)
             .stderr(std::process::Stdio::piped())
             .spawn()
