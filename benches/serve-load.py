@@ -18,7 +18,17 @@ database of one signature that matches nothing here, its stream and scan limits 
 large file (it spools each stream to a file under target/serve-load/: 64 x LARGE_MIB of disk at
 once).
 
-Usage: python3 benches/serve-load.py [LARGE_MIB] [SMALL_FILES]   (defaults 256, 10000)
+The servers run side by side, and each round runs a phase on each of them in turn, so a
+change in the machine's load (it is shared) falls on both: with --rounds N, every round's
+ratio is printed, then their median.
+
+With --disconnects N (1,000 in the report), a last phase on the service alone: N clients, 64
+at a time, each sending a command and half of a stream's chunks and then closing its socket;
+the service's resident memory (VmRSS) before and after, its descriptors before and after,
+and the cut-off count in its STATS.
+
+Usage: python3 benches/serve-load.py [LARGE_MIB] [SMALL_FILES] [--rounds N] [--disconnects N]
+       [--no-large]   (defaults 256, 10000, 1 round, no disconnect phase)
 Builds both release binaries with cargo first; writes its files under target/serve-load/.
 """
 
@@ -208,12 +218,80 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far: what a phase cost the server, whatever
+    else the machine was doing (wall-clock rates on a shared machine swing with its load)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def stats(port: int) -> str:
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"zSTATS\0")
+        reply = read_reply(s, bytearray())
+        # Until the service closed its side (its descriptor is gone).
+        while s.recv(4096):
+            pass
+        return reply
+
+
+def phase_disconnects(port: int, blob: bytes, clients: int) -> None:
+    """`clients` clients, 64 at a time, each leaving in the middle of a stream."""
+    # The first half MiB of the file (its header and data) in 64 KiB chunks, never the end.
+    piece = 64 << 10
+    half = b"".join(struct.pack(">I", len(blob[a : a + piece])) + blob[a : a + piece]
+                    for a in range(0, min(len(blob), 512 << 10), piece))
+    pending = list(range(clients))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not pending:
+                    return
+                pending.pop()
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"zINSTREAM\0" + half)
+            s.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def main() -> None:
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+    argv = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return
-    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 256
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
+
+    def option(name: str, default: int) -> int:
+        if name in argv:
+            at = argv.index(name)
+            value = int(argv[at + 1])
+            del argv[at : at + 2]
+            return value
+        return default
+
+    rounds = option("--rounds", 1)
+    disconnects = option("--disconnects", 0)
+    large = "--no-large" not in argv
+    argv = [a for a in argv if a != "--no-large"]
+    mib = int(argv[0]) if len(argv) > 0 else 256
+    count = int(argv[1]) if len(argv) > 1 else 10000
     OUT.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["cargo", "build", "--release", "-q", "-p", "stcheck-serve", "--bin", "stcheck-serve",
@@ -233,43 +311,98 @@ def main() -> None:
             0,
         ),
     }
+    if os.environ.get("SERVE_LOAD_BASE"):
+        # An older build of the service, beside this one (what a change bought).
+        servers["base serve"] = (
+            [os.environ["SERVE_LOAD_BASE"]] + servers["stcheck serve"][0][1:],
+            "stcheck serve: clamd on ",
+            0,
+        )
     if os.environ.get("SERVE_LOAD_CLAMD") == "1":
         cmd, port = clamd_server(mib)
         servers["clamd"] = (cmd, None, port)
     expected_small: dict[int, str] = {}
     print(f"load: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
-          f"A: 64 streams of {mib} MiB; B: {count} small files over 32 connections")
+          f"A: 64 streams of {mib} MiB{'' if large else ' (not run)'}; "
+          f"B: {count} small files over 32 connections; {rounds} round(s)")
+    running: dict[str, tuple[subprocess.Popen, int]] = {}
     rows = []
-    for name, (cmd, marker, fixed) in servers.items():
-        p, port = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log", fixed)
-        try:
-            wall, times, replies, total = phase_large(port, parts, 64, len(big))
-            assert all(r == "stream: OK" for r in replies), set(replies)
-            rows.append((name, "A", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
-            wall, times, replies, total = phase_small(port, blobs, 32)
-            if name == "stcheck serve":
-                for i, r in replies:
-                    key = hash(blobs[i])
-                    assert expected_small.setdefault(key, r) == r, (i, r)
-            else:
-                # The sink and clamd find nothing in any file.
-                assert all(r == "stream: OK" for _, r in replies), {r for _, r in replies}
-            rows.append((name, "B", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
-            rss = peak_rss_mib(p.pid)
-            rows.append((name, "peak RSS MiB", rss, 0, 0, 0))
-        finally:
+    ratios: dict[tuple[str, str], list[float]] = {}
+    cpu_used: dict[tuple[str, str], float] = {}
+    try:
+        for name, (cmd, marker, fixed) in servers.items():
+            running[name] = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log", fixed)
+        for r in range(rounds):
+            mbs: dict[tuple[str, str], float] = {}
+            for name, (p, port) in running.items():
+                if large:
+                    cpu = cpu_seconds(p.pid)
+                    wall, times, replies, total = phase_large(port, parts, 64, len(big))
+                    cpu_used[(name, "A")] = cpu_used.get((name, "A"), 0.0) + cpu_seconds(p.pid) - cpu
+                    assert all(x == "stream: OK" for x in replies), set(replies)
+                    rows.append((r, name, "A", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
+                    mbs[(name, "A")] = total / wall
+                cpu = cpu_seconds(p.pid)
+                wall, times, replies, total = phase_small(port, blobs, 32)
+                cpu_used[(name, "B")] = cpu_used.get((name, "B"), 0.0) + cpu_seconds(p.pid) - cpu
+                if name.endswith("serve"):
+                    for i, x in replies:
+                        key = hash(blobs[i])
+                        assert expected_small.setdefault(key, x) == x, (i, x)
+                else:
+                    # The sink and clamd find nothing in any file.
+                    assert all(x == "stream: OK" for _, x in replies), {x for _, x in replies}
+                rows.append((r, name, "B", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
+                mbs[(name, "B")] = total / wall
+            for phase in ("A", "B"):
+                for name in running:
+                    if name != "sink" and ("sink", phase) in mbs:
+                        ratios.setdefault((name, phase), []).append(mbs[(name, phase)] / mbs[("sink", phase)])
+            print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
+        for name, (p, _) in running.items():
+            rows.append((None, name, "peak RSS MiB", peak_rss_mib(p.pid), 0, 0, 0))
+        if disconnects:
+            p, port = running["stcheck serve"]
+            before = (rss_mib(p.pid), descriptors(p.pid))
+            phase_disconnects(port, big, disconnects)
+            # Until the service has closed every client's connection (its own count; the
+            # STATS connection is the one left), then measured.
+            deadline = time.monotonic() + 120
+            while True:
+                said = dict(l.split(": ", 1) for l in stats(port).splitlines() if ": " in l)
+                gone, busy = int(said.get("CUT-OFF", "-1")), int(said.get("BUSY", "-1"))
+                if said.get("CONNECTIONS") == "1" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            after = (rss_mib(p.pid), descriptors(p.pid))
+            print(f"disconnects: {disconnects} clients left mid-stream ({gone} counted cut off, {busy} turned away busy); "
+                  f"service RSS {before[0]:.1f} MiB before, {after[0]:.1f} MiB after; "
+                  f"descriptors {before[1]} before, {after[1]} after")
+    finally:
+        for p, _ in running.values():
             p.terminate()
             p.wait(timeout=60)
-    print(f"{'server':<14} {'phase':<13} {'verdicts/s':>11} {'MB/s':>9} {'p50 s':>9} {'p99 s':>9}")
-    for name, phase, vps, mbs, p50, p99 in rows:
+    print(f"{'round':<6} {'server':<14} {'phase':<13} {'verdicts/s':>11} {'MB/s':>9} {'p50 s':>9} {'p99 s':>9}")
+    for r, name, phase, vps, mbs_, p50, p99 in rows:
+        rr = "-" if r is None else str(r + 1)
         if phase == "peak RSS MiB":
-            print(f"{name:<14} {phase:<13} {vps:>11.1f}")
+            print(f"{rr:<6} {name:<14} {phase:<13} {vps:>11.1f}")
         else:
-            print(f"{name:<14} {phase:<13} {vps:>11.1f} {mbs:>9.1f} {p50:>9.4f} {p99:>9.4f}")
-    by = {(r[0], r[1]): r for r in rows}
+            print(f"{rr:<6} {name:<14} {phase:<13} {vps:>11.1f} {mbs_:>9.1f} {p50:>9.4f} {p99:>9.4f}")
+    for (name, phase), used in sorted(cpu_used.items()):
+        verdicts = rounds * (64 if phase == "A" else count)
+        print(f"{name:<14} phase {phase}: CPU {used:.2f} s over {rounds} round(s), "
+              f"{used / verdicts * 1e6:.1f} us per verdict")
     for phase in ("A", "B"):
-        ratio = by[("stcheck serve", phase)][3] / by[("sink", phase)][3]
-        print(f"phase {phase}: stcheck serve MB/s / sink MB/s = {ratio:.2f}")
+        for name in running:
+            if name != "sink" and ("sink", phase) in cpu_used:
+                print(f"phase {phase}: {name} CPU / sink CPU = "
+                      f"{cpu_used[(name, phase)] / cpu_used[('sink', phase)]:.2f}")
+    for (name, phase), xs in ratios.items():
+        if xs:
+            each = " ".join(f"{x:.2f}" for x in xs)
+            print(f"phase {phase}: {name} MB/s / sink MB/s, by round: {each}; "
+                  f"median {sorted(xs)[len(xs) // 2]:.2f}")
 
 
 if __name__ == "__main__":

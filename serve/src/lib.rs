@@ -19,6 +19,10 @@ pub mod clamd;
 #[cfg(feature = "server")]
 mod face;
 #[cfg(feature = "server")]
+pub mod listen;
+#[cfg(feature = "server")]
+mod log;
+#[cfg(feature = "server")]
 mod metrics;
 pub mod options;
 pub mod query;
@@ -39,7 +43,8 @@ pub use settings::{Limits, Settings};
 
 #[cfg(feature = "server")]
 /// `stcheck serve ARGS...` (`args` without `serve`): runs until SIGTERM or SIGINT, then stops
-/// gracefully and exits 0; 2 when it cannot start.
+/// gracefully and exits 0; 2 when it cannot start. SIGHUP reads the configuration again
+/// ([`Server::reload`]).
 pub fn main(args: &[OsString]) -> ExitCode {
     let settings = match Settings::from_args(args) {
         Ok(settings::Parsed::Run(s)) => *s,
@@ -52,6 +57,21 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before any thread: the variables are read and removed.
+    let passed = match listen::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("stcheck serve: the sockets passed cannot be used: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if settings.listen && passed.as_ref().is_none_or(listen::Passed::is_empty) {
+        eprintln!(
+            "stcheck serve: --listen: no sockets were passed to this process (LISTEN_PID, \
+             LISTEN_FDS and LISTEN_FDNAMES of systemd's socket activation)"
+        );
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -65,14 +85,14 @@ pub fn main(args: &[OsString]) -> ExitCode {
     let code = runtime.block_on(async {
         // The handlers are in place before anything listens: a SIGTERM sent as soon as the
         // service answers is a graceful stop, never the default action.
-        let stop = match StopSignal::new() {
+        let mut stop = match StopSignal::new() {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stcheck serve: cannot wait for signals: {e}");
                 return ExitCode::from(2);
             }
         };
-        let server = match Server::start(settings).await {
+        let server = match Server::start_with(settings, passed).await {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stcheck serve: {e}");
@@ -80,23 +100,44 @@ pub fn main(args: &[OsString]) -> ExitCode {
             }
         };
         for line in server.banner() {
-            eprintln!("stcheck serve: {line}");
+            server.say(&line);
         }
-        stop.recv().await;
-        eprintln!("stcheck serve: stopping: no new connections; streams in flight may finish");
+        while let Signal::Reload = stop.recv().await {
+            match server.reload() {
+                Ok(lines) => {
+                    server.say("SIGHUP: the configuration is read again");
+                    for line in lines {
+                        server.say(&line);
+                    }
+                }
+                Err(e) => server.say(&format!(
+                    "SIGHUP: the new configuration is refused, the one in force is kept: {e}"
+                )),
+            }
+        }
+        server.say("stopping: no new connections; streams in flight may finish");
         server.shutdown().await;
-        eprintln!("stcheck serve: stopped");
+        server.say("stopped");
+        server.flush_log();
         ExitCode::SUCCESS
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
 }
 
-/// SIGTERM and SIGINT, caught from the moment it is made.
+/// SIGTERM, SIGINT and SIGHUP, caught from the moment it is made.
 #[cfg(feature = "server")]
 struct StopSignal {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+/// What a signal asks for.
+#[cfg(feature = "server")]
+enum Signal {
+    Stop,
+    Reload,
 }
 
 #[cfg(feature = "server")]
@@ -106,14 +147,16 @@ impl StopSignal {
         Ok(StopSignal {
             term: signal(SignalKind::terminate())?,
             int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
         })
     }
 
-    /// Until one of them arrives.
-    async fn recv(mut self) {
+    /// The next one.
+    async fn recv(&mut self) -> Signal {
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
+            _ = self.term.recv() => Signal::Stop,
+            _ = self.int.recv() => Signal::Stop,
+            _ = self.hup.recv() => Signal::Reload,
         }
     }
 }

@@ -174,12 +174,15 @@ impl Metrics {
             o,
             "POOLS: 1\n\nSTATE: VALID PRIMARY\nTHREADS: live {} idle {} max {}\n\
              QUEUE: {} items\nVERDICTS: valid {valid} invalid {invalid} not-checked {not_checked}\n\
-             BYTES: {}\n",
+             BYTES: {}\nCONNECTIONS: {}\nCUT-OFF: {}\nBUSY: {}\n",
             self.in_flight.load(Relaxed),
             limits.workers.saturating_sub(self.in_flight.load(Relaxed)),
             limits.workers,
             self.queued.load(Relaxed),
             self.bytes_read.load(Relaxed),
+            self.connections.load(Relaxed),
+            self.cut_off.load(Relaxed),
+            self.busy.load(Relaxed),
         );
         for (limit, v) in limit_values(limits) {
             let _ = writeln!(o, "LIMIT: {limit} {v}");

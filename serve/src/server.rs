@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::clamd::{split_command, Command, Delimiter, Frame, Framing};
 use crate::face::{Check, Outcome, Verdict};
+use crate::log::Log;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 
@@ -30,29 +31,32 @@ const READ_CHUNK: usize = 64 << 10;
 /// What every connection shares.
 #[derive(Debug)]
 struct Shared {
-    settings: Settings,
-    /// The service's own options, resolved once.
-    check: Arc<Check>,
-    token: Option<String>,
+    /// The settings in force: replaced whole by a reload, read once per connection, command
+    /// or request.
+    current: RwLock<Arc<Current>>,
     metrics: Metrics,
-    workers: Arc<Semaphore>,
+    /// The log: verdict lines and the service's own.
+    log: Log,
+    /// Verdict lines as JSON (the settings' `log_json`, read without the lock).
+    log_json: AtomicBool,
     stopping: AtomicBool,
     stop: watch::Sender<bool>,
 }
 
-/// A running service.
+/// The settings in force and what is made of them.
 #[derive(Debug)]
-pub struct Server {
-    shared: Arc<Shared>,
-    clamd: Option<SocketAddr>,
-    http: Option<SocketAddr>,
-    clamd_socket: Option<PathBuf>,
+struct Current {
+    settings: Settings,
+    /// The service's own options, resolved once.
+    check: Arc<Check>,
+    token: Option<String>,
+    workers: Arc<Semaphore>,
 }
 
-impl Server {
-    /// Bind every listener the settings name and start accepting, on the current tokio
-    /// runtime; or why the service cannot start.
-    pub async fn start(settings: Settings) -> Result<Server, String> {
+impl Current {
+    /// What `settings` make, or why the service cannot run with them (`workers`: the
+    /// semaphore to keep when the number of workers is the same).
+    fn new(settings: Settings, workers: Option<&Arc<Semaphore>>) -> Result<Current, String> {
         let check = Check::new(settings.options.clone())?;
         if let Some(addr) = settings.http {
             if !addr.ip().is_loopback() && settings.token_file.is_none() {
@@ -86,17 +90,69 @@ impl Server {
                 Some(t)
             }
         };
-        let (stop, _) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            workers: Arc::new(Semaphore::new(settings.limits.workers)),
+        let workers = match workers {
+            Some(w) => w.clone(),
+            None => Arc::new(Semaphore::new(settings.limits.workers)),
+        };
+        Ok(Current {
             settings,
             check: Arc::new(check),
             token,
+            workers,
+        })
+    }
+}
+
+/// A running service.
+#[derive(Debug)]
+pub struct Server {
+    shared: Arc<Shared>,
+    clamd: Option<SocketAddr>,
+    http: Option<SocketAddr>,
+    clamd_socket: Option<PathBuf>,
+    /// The service made the clamd socket's file (and removes it at the stop).
+    made_socket: bool,
+    /// Its sockets were passed by a service manager.
+    passed: bool,
+}
+
+impl Server {
+    /// Bind every listener the settings name and start accepting, on the current tokio
+    /// runtime; or why the service cannot start.
+    pub async fn start(settings: Settings) -> Result<Server, String> {
+        Server::start_with(settings, None).await
+    }
+
+    /// [`Server::start`], with the sockets a service manager passed (`passed`): then those
+    /// are the service's sockets, and the settings' addresses are not bound.
+    pub async fn start_with(
+        mut settings: Settings,
+        passed: Option<crate::listen::Passed>,
+    ) -> Result<Server, String> {
+        let passed = passed.filter(|p| !p.is_empty());
+        if let Some(p) = &passed {
+            // The addresses are the passed sockets' (the start-up checks apply to them).
+            settings.clamd = p.clamd.as_ref().and_then(|l| l.local_addr().ok());
+            settings.http = p.http.as_ref().and_then(|l| l.local_addr().ok());
+            settings.clamd_socket = p
+                .clamd_unix
+                .as_ref()
+                .and_then(|l| l.local_addr().ok())
+                .and_then(|a| a.as_pathname().map(PathBuf::from));
+        }
+        let current = Current::new(settings, None)?;
+        let (stop, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            log_json: AtomicBool::new(current.settings.log_json),
+            current: RwLock::new(Arc::new(current)),
             metrics: Metrics::default(),
+            log: Log::stderr(),
             stopping: AtomicBool::new(false),
             stop,
         });
-        let s = &shared.settings;
+        let now = shared.now();
+        let s = &now.settings;
+        let passed_any = passed.is_some();
         let bind = |addr: SocketAddr, what: &str| {
             let what = what.to_owned();
             async move {
@@ -105,22 +161,49 @@ impl Server {
                     .map_err(|e| format!("--{what} {addr}: {e}"))
             }
         };
-        let clamd = match s.clamd {
-            Some(a) => Some(bind(a, "clamd").await?),
-            None => None,
-        };
-        let http = match s.http {
-            Some(a) => Some(bind(a, "http").await?),
-            None => None,
-        };
-        let unix = match &s.clamd_socket {
-            Some(path) => Some(bind_unix(path)?),
-            None => None,
+        let (clamd, http, unix) = match passed {
+            Some(p) => {
+                let tcp = |l: Option<std::net::TcpListener>, what: &str| {
+                    l.map(|l| {
+                        l.set_nonblocking(true)
+                            .and_then(|()| TcpListener::from_std(l))
+                            .map_err(|e| format!("the {what} socket passed: {e}"))
+                    })
+                    .transpose()
+                };
+                let unix = p
+                    .clamd_unix
+                    .map(|l| {
+                        l.set_nonblocking(true)
+                            .and_then(|()| tokio::net::UnixListener::from_std(l))
+                            .map_err(|e| format!("the clamd Unix socket passed: {e}"))
+                    })
+                    .transpose()?;
+                (tcp(p.clamd, "clamd")?, tcp(p.http, "http")?, unix)
+            }
+            None => {
+                let clamd = match s.clamd {
+                    Some(a) => Some(bind(a, "clamd").await?),
+                    None => None,
+                };
+                let http = match s.http {
+                    Some(a) => Some(bind(a, "http").await?),
+                    None => None,
+                };
+                let unix = match &s.clamd_socket {
+                    Some(path) => Some(bind_unix(path)?),
+                    None => None,
+                };
+                (clamd, http, unix)
+            }
         };
         let server = Server {
             clamd: clamd.as_ref().and_then(|l| l.local_addr().ok()),
             http: http.as_ref().and_then(|l| l.local_addr().ok()),
             clamd_socket: s.clamd_socket.clone(),
+            // A passed socket's file belongs to the service manager.
+            made_socket: !passed_any && s.clamd_socket.is_some(),
+            passed: passed_any,
             shared: shared.clone(),
         };
         if let Some(l) = clamd {
@@ -133,6 +216,39 @@ impl Server {
             tokio::spawn(accept_unix(l, shared.clone()));
         }
         Ok(server)
+    }
+
+    /// Read the settings again from where they came from (the configuration file, then the
+    /// flags): the limits, the check options, the token file and the log's form apply to the
+    /// connections, commands and requests that come after; the sockets are kept (a changed
+    /// address is said and waits for a restart). Settings that cannot be used are refused and
+    /// the ones in force kept: `Err` says why. `Ok` has the lines to log.
+    pub fn reload(&self) -> Result<Vec<String>, String> {
+        let sh = &self.shared;
+        let old = sh.now();
+        let mut new = Settings::from_source(old.settings.source.clone())?;
+        let mut said = Vec::new();
+        let o = &old.settings;
+        if !self.passed
+            && (
+                new.clamd,
+                &new.clamd_socket,
+                new.http,
+                new.clamd_allow_remote,
+            ) != (o.clamd, &o.clamd_socket, o.http, o.clamd_allow_remote)
+        {
+            said.push("the addresses changed: the sockets are kept until a restart".to_owned());
+        }
+        new.clamd = o.clamd;
+        new.clamd_socket = o.clamd_socket.clone();
+        new.http = o.http;
+        new.clamd_allow_remote = o.clamd_allow_remote;
+        let same_workers = (new.limits.workers == o.limits.workers).then_some(&old.workers);
+        let current = Current::new(new, same_workers)?;
+        sh.log_json.store(current.settings.log_json, Relaxed);
+        *sh.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
+        said.extend(self.limits_line());
+        Ok(said)
     }
 
     /// The clamd TCP address bound.
@@ -163,7 +279,7 @@ impl Server {
 
     /// The start-up lines: where it listens and its limits.
     pub fn banner(&self) -> Vec<String> {
-        let s = &self.shared.settings;
+        let now = self.shared.now();
         let mut lines = Vec::new();
         if let Some(a) = self.clamd {
             lines.push(format!("clamd on {a}"));
@@ -178,25 +294,31 @@ impl Server {
             lines.push(format!("clamd on unix:{}", p.display()));
         }
         if let Some(a) = self.http {
-            let auth = if self.shared.token.is_some() {
+            let auth = if now.token.is_some() {
                 "bearer token required"
             } else {
                 "no token"
             };
             lines.push(format!("http on {a} ({auth})"));
         }
-        let limits: Vec<String> = crate::metrics::limit_values(&s.limits)
+        lines.extend(self.limits_line());
+        lines
+    }
+
+    /// The limits in force, as one line.
+    fn limits_line(&self) -> Option<String> {
+        let now = self.shared.now();
+        let limits: Vec<String> = crate::metrics::limit_values(&now.settings.limits)
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let header = self.shared.check_header_limit();
-        lines.push(format!(
+        let header = now.header_limit();
+        Some(format!(
             "limits: {} MaxHeaderSize={header} (memory per stream at most 2 x the header + {} \
              bytes)",
             limits.join(" "),
             READ_CHUNK
-        ));
-        lines
+        ))
     }
 
     /// Stop accepting, let the streams in flight finish within the grace period, then return
@@ -205,7 +327,7 @@ impl Server {
         let sh = &self.shared;
         sh.stopping.store(true, Relaxed);
         let _ = sh.stop.send(true);
-        let until = Instant::now() + sh.settings.limits.grace;
+        let until = Instant::now() + sh.now().settings.limits.grace;
         let mut ticks = tokio::time::interval(Duration::from_millis(20));
         while Instant::now() < until {
             let m = &sh.metrics;
@@ -214,38 +336,70 @@ impl Server {
             }
             ticks.tick().await;
         }
-        if let Some(p) = &self.clamd_socket {
+        if let (Some(p), true) = (&self.clamd_socket, self.made_socket) {
             let _ = std::fs::remove_file(p);
         }
+        sh.log.flush();
+    }
+
+    /// A line of the service's own (`stcheck serve: ` and `line`) in its log, after the
+    /// verdict lines logged before it.
+    pub fn say(&self, line: &str) {
+        self.shared.log.line(|b| {
+            b.extend_from_slice(b"stcheck serve: ");
+            b.extend_from_slice(line.as_bytes());
+        });
+    }
+
+    /// Until every line logged so far is written.
+    pub fn flush_log(&self) {
+        self.shared.log.flush();
     }
 }
 
-impl Shared {
-    fn check_header_limit(&self) -> u64 {
+impl Current {
+    fn header_limit(&self) -> u64 {
         self.settings
             .options
             .max_header_size
             .unwrap_or(stcheck::limits::DEFAULT_MAX_HEADER_SIZE)
     }
+}
 
-    /// One log line for a verdict (nothing of the request: no bytes, no token, no address).
+impl Shared {
+    /// The settings in force.
+    fn now(&self) -> Arc<Current> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One log line for a verdict (nothing of the request: no bytes, no token, no address),
+    /// formatted straight into the log's buffer.
     fn log(&self, protocol: &str, outcome: &Outcome, bytes: u64, took: Duration) {
+        use std::io::Write;
         self.metrics.verdict(outcome, took);
         let rule = outcome.rule.unwrap_or("");
-        let secs = took.as_secs_f64();
+        let (secs, micros) = (took.as_secs(), took.subsec_micros());
         let verdict = outcome.verdict.as_str();
-        if self.settings.log_json {
-            eprintln!(
-                "{{\"event\":\"verdict\",\"protocol\":\"{protocol}\",\"verdict\":\"{verdict}\",\
-                 \"rule\":\"{rule}\",\"bytes\":{bytes},\"seconds\":{secs:.6}}}"
-            );
-        } else {
-            eprintln!(
-                "stcheck serve: verdict {protocol} {verdict}{}{rule} bytes={bytes} \
-                 seconds={secs:.6}",
-                if rule.is_empty() { "" } else { " " }
-            );
-        }
+        let json = self.log_json.load(Relaxed);
+        self.log.line(|b| {
+            let _ = if json {
+                write!(
+                    b,
+                    "{{\"event\":\"verdict\",\"protocol\":\"{protocol}\",\"verdict\":\"{verdict}\",\
+                     \"rule\":\"{rule}\",\"bytes\":{bytes},\"seconds\":{secs}.{micros:06}}}"
+                )
+            } else {
+                write!(
+                    b,
+                    "stcheck serve: verdict {protocol} {verdict}{}{rule} bytes={bytes} \
+                     seconds={secs}.{micros:06}",
+                    if rule.is_empty() { "" } else { " " }
+                )
+            };
+        });
     }
 }
 
@@ -264,20 +418,20 @@ impl Drop for Slot {
 
 /// A worker for a stream: at once, or after waiting in the queue; `None` (busy) when the
 /// queue is full or the service is stopping.
-async fn admit(sh: &Arc<Shared>) -> Option<Slot> {
+async fn admit(sh: &Arc<Shared>, now: &Current) -> Option<Slot> {
     let m = &sh.metrics;
     if sh.stopping.load(Relaxed) {
         return None;
     }
-    let permit = match sh.workers.clone().try_acquire_owned() {
+    let permit = match now.workers.clone().try_acquire_owned() {
         Ok(p) => p,
         Err(_) => {
-            if m.queued.fetch_add(1, Relaxed) >= sh.settings.limits.queue {
+            if m.queued.fetch_add(1, Relaxed) >= now.settings.limits.queue {
                 m.queued.fetch_sub(1, Relaxed);
                 m.busy.fetch_add(1, Relaxed);
                 return None;
             }
-            let p = sh.workers.clone().acquire_owned().await;
+            let p = now.workers.clone().acquire_owned().await;
             m.queued.fetch_sub(1, Relaxed);
             p.ok()?
         }
@@ -308,7 +462,7 @@ impl Drop for Open {
 /// Count a new connection, or `None` when there are too many.
 fn open(sh: &Arc<Shared>) -> Option<Open> {
     let m = &sh.metrics;
-    if m.connections.fetch_add(1, Relaxed) >= sh.settings.limits.max_connections {
+    if m.connections.fetch_add(1, Relaxed) >= sh.now().settings.limits.max_connections {
         m.connections.fetch_sub(1, Relaxed);
         m.busy.fetch_add(1, Relaxed);
         return None;
@@ -467,12 +621,14 @@ fn version() -> String {
 }
 
 async fn clamd_connection<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<Shared>) {
-    let limits = sh.settings.limits.clone();
     let mut stop = sh.stop.subscribe();
     let mut buf: Vec<u8> = Vec::new();
     // In a session: the number of the next command.
     let mut session: Option<u64> = None;
     loop {
+        // Each command under the settings in force when it starts.
+        let now = sh.now();
+        let limits = &now.settings.limits;
         let wait = match session {
             Some(_) => limits.idle_timeout,
             None => limits.command_timeout,
@@ -518,7 +674,7 @@ async fn clamd_connection<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<
                 "{}| COMMANDS: PING VERSION VERSIONCOMMANDS STATS INSTREAM IDSESSION END",
                 version()
             )),
-            Command::Stats => say(sh.metrics.stats(&limits)),
+            Command::Stats => say(sh.metrics.stats(limits)),
             Command::IdSession if session.is_none() => {
                 session = Some(1);
                 continue;
@@ -526,7 +682,7 @@ async fn clamd_connection<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<
             Command::IdSession => ("IDSESSION: already in a session. ERROR".into(), false),
             Command::End => return,
             Command::Instream => {
-                if instream(&mut io, &mut buf, &sh, id, delimiter, &mut stop).await {
+                if instream(&mut io, &mut buf, &sh, &now, id, delimiter, &mut stop).await {
                     (String::new(), true)
                 } else {
                     return;
@@ -578,14 +734,15 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
     sh: &Arc<Shared>,
+    now: &Current,
     session: Option<u64>,
     delimiter: Delimiter,
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
-    let limits = &sh.settings.limits;
+    let limits = &now.settings.limits;
     let started = Instant::now();
     let deadline = started + limits.stream_deadline;
-    let Some(slot) = admit(sh).await else {
+    let Some(slot) = admit(sh, now).await else {
         let _ = reply(
             io,
             session,
@@ -596,7 +753,7 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
         .await;
         return false;
     };
-    let check = &sh.check;
+    let check = &now.check;
     let mut framing = Framing::new(limits.max_stream);
     let mut stream = Some(check.stream());
     let mut answered = false;
@@ -733,7 +890,7 @@ async fn http_connection(socket: TcpStream, sh: Arc<Shared>) {
     };
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(sh.settings.limits.command_timeout)
+        .header_read_timeout(sh.now().settings.limits.command_timeout)
         .max_buf_size(64 << 10)
         .serve_connection(TokioIo::new(socket), service);
     tokio::pin!(conn);
@@ -747,8 +904,8 @@ async fn http_connection(socket: TcpStream, sh: Arc<Shared>) {
 }
 
 /// Whether the request carries the service's bearer token (or none is needed).
-fn authorized(req: &Request<Incoming>, sh: &Shared) -> bool {
-    let Some(token) = &sh.token else {
+fn authorized(req: &Request<Incoming>, now: &Current) -> bool {
+    let Some(token) = &now.token else {
         return true;
     };
     let given = req
@@ -780,7 +937,8 @@ async fn route(req: Request<Incoming>, sh: Arc<Shared>) -> Response<Body> {
         }
         _ => {}
     }
-    if !authorized(&req, &sh) {
+    let now = sh.now();
+    if !authorized(&req, &now) {
         let mut r = text(StatusCode::UNAUTHORIZED, "a bearer token is needed");
         r.headers_mut().insert(
             hyper::header::WWW_AUTHENTICATE,
@@ -792,9 +950,9 @@ async fn route(req: Request<Incoming>, sh: Arc<Shared>) -> Response<Body> {
         (&Method::GET, "/metrics") => respond(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            sh.metrics.prometheus(&sh.settings.limits),
+            sh.metrics.prometheus(&now.settings.limits),
         ),
-        (&Method::POST, "/v1/check") => check(req, &sh).await,
+        (&Method::POST, "/v1/check") => check(req, &sh, &now).await,
         (_, "/v1/check") => text(StatusCode::METHOD_NOT_ALLOWED, "POST the file to /v1/check"),
         (&Method::GET, p) if p.starts_with("/v1/rules/") => {
             match crate::face::explain(&p["/v1/rules/".len()..]) {
@@ -827,15 +985,15 @@ fn record_response(outcome: &Outcome, unchecked: StatusCode, close: bool) -> Res
     r
 }
 
-async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
-    let limits = &sh.settings.limits;
+async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Response<Body> {
+    let limits = &now.settings.limits;
     let started = Instant::now();
     let deadline = started + limits.stream_deadline;
     let query = req.uri().query().unwrap_or("");
     let check = if query.is_empty() {
-        sh.check.clone()
+        now.check.clone()
     } else {
-        let made = crate::query::parse_query(query, &sh.settings.options)
+        let made = crate::query::parse_query(query, &now.settings.options)
             .and_then(|q| Check::new(q.options));
         match made {
             Ok(c) => Arc::new(c),
@@ -859,7 +1017,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>) -> Response<Body> {
         sh.log("http", &outcome, 0, started.elapsed());
         return record_response(&outcome, StatusCode::PAYLOAD_TOO_LARGE, true);
     }
-    let Some(slot) = admit(sh).await else {
+    let Some(slot) = admit(sh, now).await else {
         let mut r = text(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy: every worker and the queue are taken; try again",

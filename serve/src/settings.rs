@@ -70,10 +70,24 @@ pub struct Settings {
     pub token_file: Option<PathBuf>,
     /// Verdict log lines as JSON.
     pub log_json: bool,
+    /// Listen only on the sockets a service manager passed (systemd socket activation); do not
+    /// start without them.
+    pub listen: bool,
     /// The limits.
     pub limits: Limits,
     /// The check options of every stream (an HTTP request's query adds to them).
     pub options: RunOptions,
+    /// Where these settings came from, to read them again on SIGHUP.
+    pub source: Source,
+}
+
+/// Where settings come from: a configuration file, then the command line's flags (which win).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// `--config FILE`.
+    pub config: Option<PathBuf>,
+    /// The other flags, by name without `--`, each with its value (`None`: given bare).
+    pub flags: Vec<(String, Option<String>)>,
 }
 
 impl Default for Settings {
@@ -85,8 +99,10 @@ impl Default for Settings {
             clamd_allow_remote: false,
             token_file: None,
             log_json: false,
+            listen: false,
             limits: Limits::default(),
             options: RunOptions::default(),
+            source: Source::default(),
         }
     }
 }
@@ -103,7 +119,10 @@ Where it listens (loopback by default):
   --http ADDR              HTTP API: POST /v1/check, /healthz, /readyz, /metrics, /v1/rules/RULE
   --token-file FILE        HTTP bearer token (needed to bind HTTP off loopback)
   --clamd-allow-remote     allow a clamd address off loopback (clamd has no authentication)
-  --config FILE            a TOML file with these keys (without --); flags win
+  --listen                 only the sockets systemd passes (LISTEN_FDS, named clamd or http
+                           by LISTEN_FDNAMES); without it, passed sockets are used if any
+  --config FILE            a TOML file with these keys (without --); flags win; SIGHUP
+                           reads it again
 
 Limits:
   --max-stream BYTES       the most bytes of a stream (default 64 GiB; K, M, G, T suffixes)
@@ -188,20 +207,31 @@ impl Settings {
                 pairs.push((key.to_owned(), value));
             }
         }
+        let source = Source {
+            config,
+            flags: pairs,
+        };
+        Ok(Parsed::Run(Box::new(Settings::from_source(source)?)))
+    }
+
+    /// The settings `source` gives: the defaults, the file's keys, then the flags. Read again
+    /// the same way on SIGHUP.
+    pub fn from_source(source: Source) -> Result<Settings, String> {
         let mut settings = Settings::default();
-        if let Some(path) = config {
-            let text = std::fs::read_to_string(&path)
+        if let Some(path) = &source.config {
+            let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("--config {}: {e}", path.display()))?;
             settings
                 .apply_toml(&text)
                 .map_err(|e| format!("--config {}: {e}", path.display()))?;
         }
-        for (key, value) in &pairs {
+        for (key, value) in &source.flags {
             settings
                 .set_text(key, value.as_deref())
                 .map_err(|e| format!("--{e}"))?;
         }
-        Ok(Parsed::Run(Box::new(settings)))
+        settings.source = source;
+        Ok(settings)
     }
 
     /// The keys of a TOML configuration, set in the file's order: the service's own (`http`,
@@ -289,6 +319,7 @@ impl Settings {
             "token-file" => self.token_file = Some(PathBuf::from(text)),
             "clamd-allow-remote" => self.clamd_allow_remote = flag()?,
             "log-json" => self.log_json = flag()?,
+            "listen" => self.listen = flag()?,
             "max-stream" => l.max_stream = bytes(text).map_err(|e| format!("{key}: {e}"))?,
             "workers" => l.workers = count(text)?,
             "queue" => {
@@ -327,6 +358,7 @@ const OWN: &[(&str, bool)] = &[
     ("grace", true),
     ("clamd-allow-remote", false),
     ("log-json", false),
+    ("listen", false),
 ];
 
 /// The service's own option `key` names, as spelled in [`OWN`].

@@ -13,7 +13,7 @@ use stcheck_print::JsonLines;
 use crate::support;
 
 /// The client's program, or `None` (the test skips) when it is absent and not required.
-fn client(program: &Path, what: &str) -> Option<PathBuf> {
+pub(crate) fn client(program: &Path, what: &str) -> Option<PathBuf> {
     if program.is_file() {
         return Some(program.to_path_buf());
     }

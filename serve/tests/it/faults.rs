@@ -2,9 +2,9 @@
 //! clients that leave mid-stream, limits and deadlines, broken framing, a full queue, and
 //! SIGTERM during uploads. Timeouts are short and configured; the tests wait by counting.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{mpsc, Arc, Barrier};
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use crate::support::{self, chunks, connect, instream, post, read_reply, read_response};
@@ -170,35 +170,15 @@ fn sigterm_during_uploads_gives_verdicts_or_errors_never_a_false_ok_and_exits_0(
         s.clamd = None;
         s.http = None;
     });
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stcheck-serve"))
-        .args([
-            "--clamd",
-            "127.0.0.1:0",
-            "--workers",
-            "32",
-            "--grace",
-            "600",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines, seen) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let addr: SocketAddr = loop {
-        let line = seen
-            .recv_timeout(support::HANG_GUARD)
-            .expect("start-up line");
-        if let Some(a) = line.strip_prefix("stcheck serve: clamd on ") {
-            break a.parse().expect("address");
-        }
-    };
+    let mut child = support::Process::spawn(&[
+        "--clamd",
+        "127.0.0.1:0",
+        "--workers",
+        "32",
+        "--grace",
+        "600",
+    ]);
+    let addr = child.clamd();
     let valid = model();
     let mut invalid = model();
     invalid.push(0);
@@ -234,22 +214,8 @@ fn sigterm_during_uploads_gives_verdicts_or_errors_never_a_false_ok_and_exits_0(
         assert!(start.elapsed() < support::HANG_GUARD, "{stats}");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let mut said = Vec::new();
-    loop {
-        match seen.recv_timeout(support::HANG_GUARD) {
-            Ok(line) if line.contains("stopping") => break,
-            Ok(line) => said.push(line),
-            Err(e) => panic!(
-                "no stopping line ({e}); the service said {said:?}; it ended: {:?}",
-                child.try_wait()
-            ),
-        }
-    }
+    child.signal("-TERM");
+    child.line("stcheck serve: stopping");
     go.wait();
     let mut answered = 0;
     for u in uploads {
@@ -262,7 +228,7 @@ fn sigterm_during_uploads_gives_verdicts_or_errors_never_a_false_ok_and_exits_0(
             (v, r) => panic!("valid {v}: {r:?}"),
         }
     }
-    let status = child.wait().expect("exit");
+    let status = child.child.wait().expect("exit");
     assert_eq!(status.code(), Some(0));
     // The grace period is long: every stream in flight finished.
     assert_eq!(answered, 32);

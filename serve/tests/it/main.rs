@@ -3,6 +3,7 @@
 
 mod clients;
 mod faults;
+mod lifecycle;
 mod protocols;
 mod support;
 mod verdicts;

@@ -25,6 +25,8 @@ fn clamd_commands() {
     assert!(v.contains("| COMMANDS: ") && v.contains("INSTREAM"), "{v}");
     let stats = command(a, b"zSTATS\0");
     assert!(stats.contains("LIMIT: StreamMaxLength 12345"), "{stats}");
+    // The connection asking is the one open.
+    assert!(stats.contains("\nCONNECTIONS: 1\n"), "{stats}");
     assert!(stats.ends_with("END"), "{stats}");
     let scan = command(a, b"zSCAN /etc/passwd\0");
     assert!(

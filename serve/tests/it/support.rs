@@ -253,3 +253,97 @@ pub(crate) fn open_descriptors() -> usize {
         .expect("/proc/self/fd")
         .count()
 }
+
+/// The service's binary running as its own process, its standard error read line by line.
+pub(crate) struct Process {
+    pub(crate) child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far.
+    pub(crate) said: Vec<String>,
+}
+
+impl Process {
+    /// `stcheck-serve ARGS...` (the test holds its turn: see `start`).
+    pub(crate) fn spawn(args: &[&str]) -> Process {
+        Process::spawn_program(Path::new(env!("CARGO_BIN_EXE_stcheck-serve")), args)
+    }
+
+    /// `program ARGS...`, a program that runs the service (or is it).
+    pub(crate) fn spawn_program(program: &Path, args: &[&str]) -> Process {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Process {
+            child,
+            lines,
+            said: Vec::new(),
+        }
+    }
+
+    /// The next line that starts with `prefix` (what follows it), the lines before it kept in
+    /// `said`.
+    pub(crate) fn line(&mut self, prefix: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(HANG_GUARD) {
+                Ok(line) => {
+                    self.said.push(line.clone());
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return rest.to_owned();
+                    }
+                }
+                Err(e) => panic!(
+                    "no line {prefix:?} ({e}); the service said {:?}; it ended: {:?}",
+                    self.said,
+                    self.child.try_wait()
+                ),
+            }
+        }
+    }
+
+    /// The clamd address from its start-up line.
+    pub(crate) fn clamd(&mut self) -> SocketAddr {
+        self.line("stcheck serve: clamd on ")
+            .parse()
+            .expect("address")
+    }
+
+    /// Send it `signal` (`-TERM`, `-HUP`).
+    pub(crate) fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch file under target/ with `text`, named for this process and `name`.
+pub(crate) fn scratch(name: &str, text: &str) -> PathBuf {
+    let dir = root().join("target").join("serve-test-sockets");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join(format!("{name}-{}", std::process::id()));
+    std::fs::write(&file, text).expect("scratch file");
+    file
+}

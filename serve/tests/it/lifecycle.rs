@@ -1,0 +1,222 @@
+//! The service's lifecycle: SIGHUP reads the configuration again (the limits, the options and
+//! the token file; the sockets kept; a bad configuration refused and the one in force kept);
+//! sockets passed by systemd's socket activation, named.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use stcheck_serve::settings::Parsed;
+use stcheck_serve::Settings;
+
+use crate::support::{self, command, http, instream};
+
+fn model() -> Vec<u8> {
+    std::fs::read(support::root().join("examples/model.safetensors")).expect("example")
+}
+
+fn from_args(args: &[&str]) -> Settings {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    match Settings::from_args(&args).expect("settings") {
+        Parsed::Run(s) => *s,
+        Parsed::Help => panic!("help"),
+    }
+}
+
+#[test]
+fn a_reload_reads_the_file_again_and_keeps_the_old_settings_when_the_new_are_bad() {
+    let model = model();
+    let config = support::scratch("reload.toml", "max-stream = 100\n");
+    let token = support::scratch("reload-token", "t0ken\n");
+    let path = config.to_str().expect("UTF-8");
+    let run = support::start(from_args(&[
+        "--config",
+        path,
+        "--clamd",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+    ]));
+    let (clamd, web) = (run.clamd(), run.http());
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 100\n"));
+    assert_eq!(
+        instream(clamd, &model, 64),
+        "INSTREAM size limit exceeded. ERROR"
+    );
+    assert_eq!(http(web, "GET", "/metrics", "", b"").status, 200);
+
+    // New limits, a token, an option, and another address (which waits for a restart).
+    std::fs::write(
+        &config,
+        format!(
+            "max-stream = \"1M\"\ntoken-file = {:?}\ndeny = [\"LAYOUT-ALIGN\"]\nclamd-socket = \"/nonexistent/clamd.sock\"\n",
+            token.to_str().expect("UTF-8")
+        ),
+    )
+    .expect("config");
+    let said = run.server.reload().expect("reloaded");
+    assert!(
+        said.iter().any(|l| l.contains("sockets are kept")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|l| l.contains("StreamMaxLength=1048576")),
+        "{said:?}"
+    );
+    assert_eq!(run.http(), web);
+    assert!(!std::path::Path::new("/nonexistent/clamd.sock").exists());
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 1048576\n"));
+    assert_eq!(instream(clamd, &model, 64), "stream: OK");
+    assert_eq!(http(web, "GET", "/metrics", "", b"").status, 401);
+    let metrics = http(
+        web,
+        "GET",
+        "/metrics",
+        "authorization: Bearer t0ken\r\n",
+        b"",
+    );
+    assert_eq!(metrics.status, 200);
+    assert!(metrics
+        .text()
+        .contains("stcheck_limit{limit=\"StreamMaxLength\"} 1048576"));
+
+    // Refused, each: not TOML, a bad limit, an unknown rule, a token file that is not there.
+    for bad in [
+        "max-stream = \n".to_owned(),
+        "max-stream = \"0\"\n".to_owned(),
+        "deny = [\"NO-SUCH-RULE\"]\n".to_owned(),
+        "token-file = \"/nonexistent/token\"\n".to_owned(),
+    ] {
+        std::fs::write(&config, &bad).expect("config");
+        let e = run.server.reload().expect_err(&bad);
+        assert!(!e.is_empty());
+        assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 1048576\n"));
+        assert_eq!(http(web, "GET", "/metrics", "", b"").status, 401, "{bad}");
+    }
+    std::fs::remove_file(&config).expect("rm");
+    assert!(run.server.reload().is_err(), "the file is gone");
+    assert_eq!(instream(clamd, &model, 64), "stream: OK");
+    run.stop();
+    let _ = std::fs::remove_file(&token);
+}
+
+#[test]
+fn sighup_reloads_the_process() {
+    let _turn = support::start_with(|s| {
+        s.clamd = None;
+        s.http = None;
+    });
+    let config = support::scratch("sighup.toml", "max-stream = 100\n");
+    let mut p = support::Process::spawn(&[
+        "--config",
+        config.to_str().expect("UTF-8"),
+        "--clamd",
+        "127.0.0.1:0",
+    ]);
+    let clamd = p.clamd();
+    p.line("stcheck serve: limits: StreamMaxLength=100 ");
+    std::fs::write(&config, "max-stream = 200\n").expect("config");
+    p.signal("-HUP");
+    p.line("stcheck serve: SIGHUP: the configuration is read again");
+    p.line("stcheck serve: limits: StreamMaxLength=200 ");
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 200\n"));
+    std::fs::write(&config, "workers = \"many\"\n").expect("config");
+    p.signal("-HUP");
+    let why = p.line("stcheck serve: SIGHUP: the new configuration is refused");
+    assert!(why.contains("workers"), "{why}");
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 200\n"));
+    p.signal("-TERM");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(0));
+    let _ = std::fs::remove_file(&config);
+}
+
+/// A loopback port free now (picked by the system, then let go): for a program that cannot
+/// be told port 0.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+#[test]
+fn systemd_socket_activation_gives_both_sockets_by_name() {
+    let Some(activate) = crate::clients::client(
+        Path::new("/usr/bin/systemd-socket-activate"),
+        "socket activation",
+    ) else {
+        return;
+    };
+    let _turn = support::start_with(|s| {
+        s.clamd = None;
+        s.http = None;
+    });
+    let (c, h) = (free_port(), free_port());
+    let sock = support::scratch("activated.sock", "");
+    std::fs::remove_file(&sock).expect("rm");
+    let sock_text = sock.to_str().expect("UTF-8").to_owned();
+    let (clamd_at, http_at) = (format!("127.0.0.1:{c}"), format!("127.0.0.1:{h}"));
+    let mut p = support::Process::spawn_program(
+        &activate,
+        &[
+            "-l",
+            &clamd_at,
+            "-l",
+            &sock_text,
+            "-l",
+            &http_at,
+            "--fdname=clamd:clamd:http",
+            env!("CARGO_BIN_EXE_stcheck-serve"),
+            "--listen",
+        ],
+    );
+    // The manager has bound the three sockets; the service starts at the first connection.
+    p.line(&format!("Listening on 127.0.0.1:{h} as 5."));
+    let clamd: SocketAddr = clamd_at.parse().expect("address");
+    assert_eq!(command(clamd, b"zPING\0"), "PONG");
+    assert_eq!(p.clamd(), clamd);
+    p.line(&format!("stcheck serve: clamd on unix:{sock_text}"));
+    p.line(&format!("stcheck serve: http on {http_at} "));
+    let mut unix = std::os::unix::net::UnixStream::connect(&sock).expect("unix");
+    unix.write_all(b"zPING\0").expect("send");
+    assert_eq!(support::read_reply(&mut unix), "PONG");
+    let web: SocketAddr = http_at.parse().expect("address");
+    assert_eq!(http(web, "GET", "/healthz", "", b"").status, 200);
+    assert_eq!(support::post(web, "", &model()).status, 200);
+    assert_eq!(instream(clamd, &model(), 100), "stream: OK");
+    p.signal("-TERM");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(0));
+    // The socket's file is the manager's: left where it is.
+    assert!(sock.exists());
+    let _ = std::fs::remove_file(&sock);
+}
+
+#[test]
+fn passed_sockets_without_names_or_none_under_listen_refuse_to_start() {
+    let _turn = support::start_with(|s| {
+        s.clamd = None;
+        s.http = None;
+    });
+    let mut p = support::Process::spawn(&["--listen"]);
+    let why = p.line("stcheck serve: --listen: ");
+    assert!(why.contains("no sockets were passed"), "{why}");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(2));
+    let Some(activate) = crate::clients::client(
+        Path::new("/usr/bin/systemd-socket-activate"),
+        "socket activation",
+    ) else {
+        return;
+    };
+    let at = format!("127.0.0.1:{}", free_port());
+    let mut p = support::Process::spawn_program(
+        &activate,
+        &["-l", &at, env!("CARGO_BIN_EXE_stcheck-serve")],
+    );
+    p.line(&format!("Listening on {at} as 3."));
+    // The first connection starts it; it refuses the unnamed socket and exits.
+    let _ = std::net::TcpStream::connect(&at);
+    let why = p.line("stcheck serve: the sockets passed cannot be used: ");
+    assert!(why.contains("LISTEN_FDNAMES"), "{why}");
+    assert_eq!(p.child.wait().expect("exit").code(), Some(2));
+}
