@@ -52,9 +52,11 @@ flags=(
 # The dictionary of each target (none for the `arbitrary`-driven ones).
 dict_of() {
     case $1 in
-        validate | stream | differential | fast_path | remote_index) echo "-dict=$PWD/fuzz/dict/safetensors.dict" ;;
+        validate | stream | differential | fast_path | remote_index | deep_scan | portable | \
+            reference_profile | file_source) echo "-dict=$PWD/fuzz/dict/safetensors.dict" ;;
         address | hub_listing | content_range | glob | serve_query) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
         serve_clamd) echo "-dict=$PWD/fuzz/dict/clamd.dict" ;;
+        reader_table) echo "-dict=$PWD/fuzz/dict/readers.dict" ;;
     esac
 }
 

@@ -70,23 +70,49 @@ pub fn link_inside(path: &str, target: &str) -> bool {
 
 /// Where a link at `path` (relative to the release or corpus) to `target` points, relative to
 /// the same root; `None` when it leaves it (an absolute target, a backslash, a `..` above the
-/// root) or names the root itself.
+/// root) or names the root itself, or when a `..` follows a name (`a/../b`).
+///
+/// The destination is worked out from the text, as the file system would only if no name the
+/// target passes through were itself a link: a `..` after a name that is a link to a
+/// directory climbs from where that link points. So `..` may only lead the target, where it
+/// climbs through the link's own parent directories, which are directories (no entry of a
+/// release lies beneath a link: [`beneath_link`]).
 fn link_destination(path: &str, target: &str) -> Option<String> {
     if target.is_empty() || target.starts_with('/') || target.contains('\\') {
         return None;
     }
     let mut parts: Vec<&str> = path.split('/').collect();
     parts.pop();
+    let mut climbing = true;
     for part in target.split('/') {
         match part {
             "" | "." => {}
-            ".." => {
+            ".." if climbing => {
                 parts.pop()?;
             }
-            p => parts.push(p),
+            ".." => return None,
+            p => {
+                climbing = false;
+                parts.push(p);
+            }
         }
     }
     (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The first of `paths` (relative to a release's root, sorted) that lies beneath one of the
+/// links among them (`a/l/f` where `a/l` is a link): written out, it would be written where
+/// the link points, which the link's own check ([`link_inside`]) does not cover.
+fn beneath_link(paths: &[(String, Entry)]) -> Option<&str> {
+    let links: std::collections::BTreeSet<&str> = paths
+        .iter()
+        .filter(|(_, e)| matches!(e, Entry::Link(_)))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    paths
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .find(|p| p.match_indices('/').any(|(i, _)| links.contains(&p[..i])))
 }
 
 /// A path inside a release: relative, `/`-separated, no empty, `.` or `..` component.
@@ -154,8 +180,11 @@ pub struct Release {
 }
 
 /// One entry of a release.
-enum Entry {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A regular file's bytes.
     File(Vec<u8>),
+    /// A symbolic link's target.
     Link(String),
 }
 
@@ -276,6 +305,14 @@ fn describe(entries: &[(String, Entry)]) -> Result<Release, String> {
         files: entries.len(),
         content_sha256: content_sha256(entries),
     })
+}
+
+/// The description (`RELEASE.json`) of a release holding `entries` (paths relative to its
+/// root, `RELEASE.json` left out, in any order), as [`pack`] writes it: for a tool that builds
+/// release archives of its own (the `corpus_archive` fuzz target).
+pub fn describe_entries(mut entries: Vec<(String, Entry)>) -> Result<Release, String> {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    describe(&entries)
 }
 
 /// The release of the corpus at `dir`, as it would be packed.
@@ -477,6 +514,9 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     if entries.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(bad("a path listed twice".into()));
+    }
+    if let Some(p) = beneath_link(&entries) {
+        return Err(bad(format!("{p:?} lies beneath a link of the release")));
     }
     let actual = describe(&entries).map_err(bad)?;
     if actual != release {

@@ -145,6 +145,82 @@ fn archives_are_refused_for_links_out_special_files_and_sizes() {
     }
 }
 
+/// Found while writing the `corpus_archive` fuzz target: every link of these releases points
+/// inside by the text of its target, but not on the disk.
+/// - `through`: `a/b/c/d/e` is a link to `0` (four levels up), so the link `a/b/c/d/e/t`
+///   beneath it lies in `0`, and its `../../../../out` climbs from there out of the release,
+///   the staging directory and the cache, into the directory holding the cache: the file
+///   `a/b/c/d/e/t/evil` was written there.
+/// - `dot-dot`: `m/n/x` is a link to `0`, so `l`'s target `m/n/x/../../../out` climbs from
+///   `0`, not from `m/n`, and names `out` beside the unpacked copy, in the cache.
+///
+/// Both are refused now: no entry beneath a link, and `..` only at the start of a target.
+#[test]
+fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outside() {
+    use archive::Entry;
+    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let common = || {
+        vec![
+            ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
+            ("0/keep".to_owned(), Entry::File(b"k".to_vec())),
+        ]
+    };
+    let mut through = common();
+    through.extend([
+        ("a/b/c/d/e".to_owned(), Entry::Link("../../../../0".into())),
+        (
+            "a/b/c/d/e/t".to_owned(),
+            Entry::Link("../../../../out".into()),
+        ),
+        (
+            "a/b/c/d/e/t/evil".to_owned(),
+            Entry::File(b"outside".to_vec()),
+        ),
+    ]);
+    let mut dot_dot = common();
+    dot_dot.extend([
+        ("m/n/x".to_owned(), Entry::Link("../../0".into())),
+        ("l".to_owned(), Entry::Link("m/n/x/../../../out".into())),
+    ]);
+    for (name, entries, why) in [
+        ("through", through, "beneath a link"),
+        ("dot-dot", dot_dot, "outside the release"),
+    ] {
+        let release = archive::describe_entries(entries.clone()).expect("describable");
+        let json = serde_json::to_vec(&release).expect("json");
+        let paths: Vec<String> = entries.iter().map(|(p, _)| format!("c/{p}")).collect();
+        let mut members: Vec<Member<'_>> = vec![(
+            "c/RELEASE.json",
+            tar::EntryType::Regular,
+            json.len() as u64,
+            &json,
+            None,
+        )];
+        for ((_, e), path) in entries.iter().zip(&paths) {
+            members.push(match e {
+                Entry::File(b) => (path, tar::EntryType::Regular, b.len() as u64, b, None),
+                Entry::Link(t) => (path, tar::EntryType::Symlink, 0, b"", Some(t)),
+            });
+        }
+        let dir = scratch(&format!("climb-through-{name}"));
+        // Where the escapes would land, made beforehand (a write needs its directory).
+        fs::create_dir_all(dir.join("out")).expect("out");
+        fs::create_dir_all(dir.join("cache/out")).expect("cache/out");
+        let file = dir.join("a.tar.gz");
+        fs::write(&file, tarball(&members)).expect("write");
+        let err = archive::unpack(&file, &dir.join("cache")).expect_err(name);
+        assert!(err.contains(why), "{name}: {err}");
+        assert_eq!(archive::verify_archive(&file).expect_err(name), err);
+        let listed = |d: &Path| fs::read_dir(d).map_or(0, |d| d.count());
+        assert_eq!(
+            listed(&dir.join("out")),
+            0,
+            "{name}: written outside the cache"
+        );
+        assert_eq!(listed(&dir.join("cache")), 1, "{name}: left in the cache");
+    }
+}
+
 #[test]
 fn a_manifest_that_is_a_device_or_a_link_out_is_not_read() {
     let dir = scratch("devzero");

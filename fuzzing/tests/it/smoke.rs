@@ -451,3 +451,80 @@ fn serve_query_target_on_seeded_queries() {
         "{accepted} accepted, {refused} refused"
     );
 }
+
+/// Every golden file of `corpus/` (the seeds of the option targets), then seeded files.
+fn corpus_and_seeded(seed: u64, iterations: u64, check: &dyn Fn(&[u8])) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut stack = vec![root];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("corpus/ is readable") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "safetensors") {
+                check(&std::fs::read(&path).expect("a corpus file"));
+                files += 1;
+            }
+        }
+    }
+    assert!(files > 300, "corpus/ has {files} files");
+    let mut rng = Rng::new(seed);
+    for _ in 0..iterations {
+        check(&fuzzing::smoke_file(&mut rng));
+    }
+}
+
+#[test]
+fn deep_scan_target_on_corpus_and_seeded_inputs() {
+    corpus_and_seeded(0x5eed_0101, 300, &fuzzing::check_deep_scan);
+}
+
+#[test]
+fn portable_target_on_corpus_and_seeded_inputs() {
+    corpus_and_seeded(0x5eed_0102, 300, &fuzzing::check_portable);
+}
+
+#[test]
+fn reference_profile_target_on_corpus_and_seeded_inputs() {
+    corpus_and_seeded(0x5eed_0103, 300, &fuzzing::check_reference_profile);
+}
+
+#[test]
+fn file_source_target_on_corpus_and_seeded_inputs() {
+    corpus_and_seeded(0x5eed_0104, 300, &fuzzing::check_file_source);
+}
+
+#[test]
+fn rule_table_target_on_rule_names() {
+    let mut text = String::new();
+    for r in stcheck::Rule::ALL {
+        text.push_str(&format!(
+            "{}\n{}\n{}S\n",
+            r.id(),
+            r.id().to_lowercase(),
+            r.id()
+        ));
+    }
+    text.push_str("strict\nportable\nlax\nmmap\nread\nstream\n\nFRAME-\nGAP\n");
+    fuzzing::check_rule_table(text.as_bytes());
+    let mut rng = Rng::new(0x5eed_0105);
+    for _ in 0..ITERATIONS {
+        let len = rng.below(40) as usize;
+        fuzzing::check_rule_table(&rng.bytes(len));
+    }
+}
+
+#[test]
+fn reader_table_target_on_the_builtin_table_and_its_mutations() {
+    let table = stcheck::portable::BUILTIN_TABLE.as_bytes();
+    fuzzing::check_reader_table(table);
+    let mut rng = Rng::new(0x5eed_0106);
+    for _ in 0..200 {
+        let mut t = table.to_vec();
+        let at = rng.below(t.len() as u64) as usize;
+        t[at] = rng.byte();
+        fuzzing::check_reader_table(&t);
+        fuzzing::check_reader_table(&t[..at]);
+    }
+}
