@@ -639,7 +639,46 @@ pub(crate) trait Region: Sync {
 
     /// Call `f` on the bytes at file offsets `[at, at + len)`, in order, in pieces.
     fn visit(&self, at: u64, len: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), ReadError>;
+
+    /// Whether [`Region::visit`] copies the bytes (a file read into a buffer) rather than
+    /// lending them from memory.
+    fn copies(&self) -> bool {
+        false
+    }
+
+    /// [`Region::visit`] into buffers of the caller's, for a pipeline whose next stage runs on
+    /// another thread, so that each byte is copied once: `take` hands out the buffer of the
+    /// next block (`None` stops the visit), `f` gets it back with the count of bytes filled
+    /// (`false` stops the visit). This default copies what `visit` lends.
+    fn visit_owned(
+        &self,
+        at: u64,
+        len: u64,
+        take: &mut dyn FnMut() -> Option<Vec<u8>>,
+        f: &mut dyn FnMut(Vec<u8>, usize) -> bool,
+    ) -> Result<(), ReadError> {
+        let mut going = true;
+        self.visit(at, len, &mut |piece| {
+            if going {
+                going = match take() {
+                    Some(mut buf) => {
+                        buf.clear();
+                        buf.extend_from_slice(piece);
+                        f(buf, piece.len())
+                    }
+                    None => false,
+                };
+            }
+        })
+    }
 }
+
+/// Bytes of a block of the pipeline of [`DeepScan::scan_while_hashing`]: small enough to stay
+/// in the L2 cache from its read to its scan.
+const PIPE_BLOCK: usize = 256 * 1024;
+
+/// Blocks in flight between the reading and scanning thread and the hashing one.
+const PIPE_DEPTH: usize = 4;
 
 /// A data region held in memory: `bytes` start at file offset `base`.
 #[derive(Debug)]
@@ -767,6 +806,9 @@ impl DeepScan {
         } else {
             min_share
         };
+        if self.hasher.is_some() && threads > 1 && region.copies() {
+            return self.scan_while_hashing(report, region, progress);
+        }
         let scanners = if self.hasher.is_some() {
             threads - 1
         } else {
@@ -832,6 +874,69 @@ impl DeepScan {
             push_tail(&mut self.tail, piece)
         })?;
         self.data_seen = self.data_seen.saturating_add(len);
+        Ok(())
+    }
+
+    /// The data region of a file, with the hash: each block is read once, by this thread,
+    /// which scans it right after its read (it is still in the cache) and hands it to a
+    /// hashing thread. The hash, the slowest stage, is then the whole scan's time: the copy
+    /// and the scan ride beside it (`openssl dgst` copies and hashes on one thread). The
+    /// result is the same as feeding the region in order.
+    fn scan_while_hashing(
+        &mut self,
+        report: &Report<'_>,
+        region: &dyn Region,
+        progress: &dyn Progress,
+    ) -> Result<(), ReadError> {
+        use std::sync::mpsc::sync_channel;
+        let Some(mut hasher) = self.hasher.take() else {
+            return Ok(());
+        };
+        let len = region.len();
+        let size = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .clamp(1, PIPE_BLOCK);
+        let (full, filled) = sync_channel::<(Vec<u8>, usize)>(PIPE_DEPTH);
+        let (give_back, free) = sync_channel::<Vec<u8>>(PIPE_DEPTH + 1);
+        let done = Done::new(progress, true);
+        let done = &done;
+        let (read, hasher) = std::thread::scope(|s| {
+            let hashing = s.spawn(move || {
+                for (buf, n) in filled {
+                    hasher.update(&buf[..n]);
+                    done.add(&done.hashed, n);
+                    // The reader may have stopped: the buffer is then not wanted.
+                    let _ = give_back.try_send(buf);
+                }
+                hasher
+            });
+            // At most PIPE_DEPTH + 1 buffers: one being read, the others queued or hashed.
+            let mut made = 0;
+            let mut take = || {
+                free.try_recv().ok().or_else(|| {
+                    if made <= PIPE_DEPTH {
+                        made += 1;
+                        Some(vec![0u8; size])
+                    } else {
+                        free.recv().ok()
+                    }
+                })
+            };
+            let mut scan = |buf: Vec<u8>, n: usize| {
+                self.feed(report, &buf[..n]);
+                done.add(&done.scanned, n);
+                full.send((buf, n)).is_ok()
+            };
+            let read = region.visit_owned(report.data_start(), len, &mut take, &mut scan);
+            drop(full);
+            let hasher = hashing
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (read, hasher)
+        });
+        self.hasher = Some(hasher);
+        read?;
+        done.finish(len);
         Ok(())
     }
 

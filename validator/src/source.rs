@@ -377,8 +377,31 @@ impl crate::deep::Region for FileRegion<'_> {
     }
 
     fn visit(&self, at: u64, len: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), ReadError> {
+        let spare = std::cell::Cell::new(Some(vec![
+            0u8;
+            READ_BLOCK.min(
+                usize::try_from(len).unwrap_or(usize::MAX)
+            )
+        ]));
+        self.visit_owned(at, len, &mut || spare.take(), &mut |buf, n| {
+            f(&buf[..n]);
+            spare.set(Some(buf));
+            true
+        })
+    }
+
+    fn copies(&self) -> bool {
+        true
+    }
+
+    fn visit_owned(
+        &self,
+        at: u64,
+        len: u64,
+        take: &mut dyn FnMut() -> Option<Vec<u8>>,
+        f: &mut dyn FnMut(Vec<u8>, usize) -> bool,
+    ) -> Result<(), ReadError> {
         debug_assert!(at >= self.start && at + len <= self.start + self.len);
-        let mut buf = vec![0u8; READ_BLOCK.min(usize::try_from(len).unwrap_or(usize::MAX))];
         let mut pos = at;
         let end = at + len;
         crate::cache::sequential(self.file);
@@ -388,6 +411,12 @@ impl crate::deep::Region for FileRegion<'_> {
         let mut cold = false;
         let mut behind = crate::cache::Behind::new(at);
         while pos < end {
+            let Some(mut buf) = take() else {
+                return Ok(());
+            };
+            if buf.is_empty() {
+                buf.resize(READ_BLOCK, 0);
+            }
             let n = usize::try_from(end - pos)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
@@ -395,11 +424,14 @@ impl crate::deep::Region for FileRegion<'_> {
             if k < n {
                 return Err(changed());
             }
-            f(&buf[..n]);
             cold |= from_disk;
             pos += n as u64;
+            // The block is copied out of the page cache: its pages may go before it is used.
             if cold {
                 behind.drop_to(self.file, pos, pos == end);
+            }
+            if !f(buf, n) {
+                return Ok(());
             }
         }
         Ok(())

@@ -192,6 +192,7 @@ fn read_range(
                 .and_then(parse_content_range)
                 .filter(|cr| cr.span.is_none())
                 .and_then(|cr| cr.total);
+            session.finish(resp);
             Ok(Got {
                 start: want.0,
                 bytes: Vec::new(),
@@ -401,10 +402,17 @@ pub(super) fn check_stream(
     let before = session.cost.bytes;
     let mut reader = session.file_reader(resp, config.header_limit());
     let result = verdict::stream_verdict(&mut reader, config);
-    // A verdict reached before the end (a bad header, a trailing byte) leaves the rest
-    // unread: dropping the body closes the connection.
+    let streamed = *reader.bytes_so_far() - before;
+    // What is left after the verdict (nothing, for a file read to its end) is read if it is
+    // short, to keep the connection for the next file; a verdict reached long before the end
+    // (a bad header) leaves the rest unread, and dropping the body closes the connection.
+    if result.is_ok() {
+        let _ = std::io::copy(
+            &mut std::io::Read::take(&mut reader, super::http::DISCARD_LIMIT),
+            &mut std::io::sink(),
+        );
+    }
     drop(reader);
-    let streamed = session.cost.bytes - before;
     let checked =
         result.map_err(|e| session.body_error(e.into_io_error(), "streaming the file"))?;
     let size = announced.or(checked.file_len).unwrap_or(streamed);

@@ -2,6 +2,7 @@
 //! belong), bounded retries with backoff, the deadline, and the cost.
 
 use std::io::{self, Read};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ureq::http::{HeaderMap, Method};
@@ -64,6 +65,87 @@ pub(super) struct Session<'r> {
     pin: Option<String>,
     /// Redirects to another origin refused (the hub's API: a listing is read from the hub).
     home_only: bool,
+}
+
+/// Most bytes of a body read only to keep its connection (see [`Session::discard`]).
+pub(super) const DISCARD_LIMIT: u64 = 64 * 1024;
+
+/// Most origins remembered with a wait they asked for (the oldest wait is forgotten first).
+const MAX_PAUSED_ORIGINS: usize = 64;
+
+/// Until when each origin asked the client's jobs to wait.
+#[derive(Debug, Default)]
+pub(super) struct Pauses {
+    until: Mutex<Vec<(Origin, Instant)>>,
+}
+
+impl Pauses {
+    /// `origin` takes no request for `d` from now (a later end wins over an earlier one).
+    pub(super) fn hold(&self, origin: &Origin, d: Duration) {
+        let Some(end) = Instant::now().checked_add(d) else {
+            return;
+        };
+        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        until.retain(|(_, t)| *t > now);
+        match until.iter_mut().find(|(o, _)| o == origin) {
+            Some((_, t)) => *t = (*t).max(end),
+            None => {
+                if until.len() >= MAX_PAUSED_ORIGINS {
+                    until.sort_by_key(|(_, t)| *t);
+                    until.remove(0);
+                }
+                until.push((origin.clone(), end));
+            }
+        }
+    }
+
+    /// The wait left before `origin` takes requests again, if any.
+    pub(super) fn left(&self, origin: &Origin) -> Option<Duration> {
+        let until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        until
+            .iter()
+            .find(|(o, _)| o == origin)
+            .and_then(|(_, t)| t.checked_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not read: the backoff applies).
+fn retry_after(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// The wait a `RateLimit` header (draft-ietf-httpapi-ratelimit-headers, as the Hugging Face
+/// hub sends it: `"resolvers";r=0;t=55`) asks for: the longest `t` of an item with no
+/// request left (`r=0`). `None` when every item has requests left, or for a header that
+/// does not parse.
+pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
+    let mut wait: Option<u64> = None;
+    for value in headers.get_all("ratelimit") {
+        let Ok(text) = value.to_str() else { continue };
+        for item in text.split(',') {
+            let (mut r, mut t) = (None, None);
+            for param in item.split(';').skip(1) {
+                let Some((k, v)) = param.split_once('=') else {
+                    continue;
+                };
+                let v = v.trim().parse::<u64>().ok();
+                match k.trim() {
+                    "r" => r = v,
+                    "t" => t = v,
+                    _ => {}
+                }
+            }
+            if let (Some(0), Some(t)) = (r, t) {
+                wait = Some(wait.map_or(t, |w| w.max(t)));
+            }
+        }
+    }
+    wait.filter(|&t| t > 0).map(Duration::from_secs)
 }
 
 /// Statuses retried with backoff.
@@ -202,6 +284,7 @@ impl<'r> Session<'r> {
         let mut retries = 0u32;
         let mut hops = 0u32;
         loop {
+            self.wait_for_origin(&url)?;
             let timeout = self.remaining()?;
             self.remote.spend_request()?;
             self.cost.requests += 1;
@@ -219,6 +302,12 @@ impl<'r> Session<'r> {
                 }
             };
             let status = resp.status().as_u16();
+            // A server that says no request is left until `t` holds back every job.
+            if let Some(t) = rate_limit_reset(resp.headers()) {
+                self.remote
+                    .paused
+                    .hold(&url.origin(), t.min(opts.max_retry_after));
+            }
             if url.origin() == self.home {
                 // The hub answers a file's `resolve` URL with a redirect to its CDN that
                 // carries X-Repo-Commit and X-Linked-Etag: read them from every response of
@@ -280,32 +369,50 @@ impl<'r> Session<'r> {
                     }
                     hops += 1;
                     self.cost.redirects += 1;
+                    // Its body read (a few bytes), the connection serves the next request.
+                    self.discard(resp);
                     visited.push(next.clone());
                     url = next;
                     retries = 0;
                 }
                 s if retryable(s) && retries < opts.max_retries => {
-                    let asked = resp
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok());
-                    drop(resp);
+                    let asked = retry_after(resp.headers())
+                        .or_else(|| rate_limit_reset(resp.headers()).map(|t| t.as_secs()));
+                    self.discard(resp);
+                    let refuse = |why: String| {
+                        RemoteError::status(
+                            s,
+                            format!(
+                                "{}{}; it asks to retry after {}",
+                                status_text(s),
+                                self.from(&url),
+                                why
+                            ),
+                        )
+                    };
                     let wait = match asked {
                         Some(secs) if Duration::from_secs(secs) > opts.max_retry_after => {
-                            return Err(RemoteError::status(
-                                s,
-                                format!(
-                                    "{}{}; it asks to retry after {secs} s, more than the {} s allowed",
-                                    status_text(s),
-                                    self.from(&url),
-                                    opts.max_retry_after.as_secs()
-                                ),
-                            ));
+                            return Err(refuse(format!(
+                                "{secs} s, more than the {} s allowed",
+                                opts.max_retry_after.as_secs()
+                            )));
                         }
                         Some(secs) => Duration::from_secs(secs).max(opts.backoff(retries + 1)),
                         None => opts.backoff(retries + 1),
                     };
+                    if let Some(left) = self.remaining()? {
+                        if wait >= left {
+                            let secs = wait.as_secs_f64();
+                            return Err(refuse(format!(
+                                "{secs} s, past the deadline ({})",
+                                self.deadline.message()
+                            )));
+                        }
+                    }
+                    if asked.is_some() {
+                        // Every job waits, not only this one.
+                        self.remote.paused.hold(&url.origin(), wait);
+                    }
                     retries += 1;
                     self.cost.retries += 1;
                     self.wait(wait)?;
@@ -351,6 +458,52 @@ impl<'r> Session<'r> {
         } else {
             format!(" from {}", url.shown())
         }
+    }
+
+    /// Wait until the origin of `url` takes requests again, if a server asked for a wait
+    /// (`Err` if that is past the deadline).
+    fn wait_for_origin(&self, url: &Url) -> Result<(), RemoteError> {
+        while let Some(d) = self.remote.paused.left(&url.origin()) {
+            self.cost_free_wait(d)?;
+        }
+        Ok(())
+    }
+
+    /// [`Session::wait`] for a wait the server asked of all jobs.
+    fn cost_free_wait(&self, d: Duration) -> Result<(), RemoteError> {
+        if let Some(left) = self.remaining()? {
+            if d >= left {
+                return Err(RemoteError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the server asked to wait {:.1} s before the next request (Retry-After \
+                         or RateLimit), past the deadline: {}",
+                        d.as_secs_f64(),
+                        self.deadline.message()
+                    ),
+                ));
+            }
+        }
+        std::thread::sleep(d);
+        Ok(())
+    }
+
+    /// Read the rest of a body the check does not need (a redirect's, a 429's), at most
+    /// [`DISCARD_LIMIT`] bytes, so that its connection is kept for the next request; a longer
+    /// or broken body closes the connection instead.
+    fn discard(&mut self, resp: ureq::http::Response<ureq::Body>) {
+        let (parts, body) = resp.into_parts();
+        self.finish(Response {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        });
+    }
+
+    /// [`Session::discard`] for a response already taken.
+    pub(super) fn finish(&mut self, resp: Response) {
+        let mut reader = self.reader(resp);
+        let _ = io::copy(&mut (&mut reader).take(DISCARD_LIMIT), &mut io::sink());
     }
 
     /// Sleep `d`, unless it would pass the deadline.
@@ -632,6 +785,13 @@ struct Gate<'s, 'r> {
     limit: u64,
 }
 
+impl Counted<'_, '_> {
+    /// The bytes of the session's cost so far, this body's included.
+    pub(super) fn bytes_so_far(&self) -> &u64 {
+        self.bytes
+    }
+}
+
 impl Read for Counted<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // The client's own deadline ends a read that waits; this one, a read that does not.
@@ -685,4 +845,37 @@ pub(super) fn read_up_to<R: Read>(r: &mut R, limit: u64) -> io::Result<Vec<u8>> 
     let mut out = Vec::new();
     r.take(limit).read_to_end(&mut out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_headers() {
+        let wait = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append("ratelimit", v.parse().expect("value"));
+            }
+            rate_limit_reset(&h)
+        };
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(wait(&["\"resolvers\";r=0;t=55"]), secs(55));
+        assert_eq!(wait(&["\"api\";r=12;t=55"]), None);
+        assert_eq!(wait(&["\"a\";r=3;t=9, \"b\";r=0;t=7"]), secs(7));
+        assert_eq!(wait(&["\"a\";r=0;t=4", "\"b\";r=0;t=6"]), secs(6));
+        assert_eq!(wait(&["\"a\";t=5;r=0"]), secs(5));
+        for bad in [
+            "",
+            "\"a\";r=0",
+            "\"a\";r=0;t=x",
+            "\"a\";r=0;t=0",
+            "r=0;t=5",
+            "\"a\";r=-1;t=5",
+        ] {
+            assert_eq!(wait(&[bad]), None, "{bad}");
+        }
+        assert_eq!(wait(&[]), None);
+    }
 }

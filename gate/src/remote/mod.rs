@@ -47,7 +47,10 @@
 //! deadline; a body slower than [`RemoteOptions::min_speed_bytes`] per
 //! [`RemoteOptions::min_speed_window`] is dropped. 429 and 500/502/503/504 are retried up to
 //! [`RemoteOptions::max_retries`] times with exponential backoff, honouring a `Retry-After`
-//! of at most [`RemoteOptions::max_retry_after`] (a longer one gives up at once). A body
+//! of at most [`RemoteOptions::max_retry_after`] (a longer one, or one past the deadline,
+//! gives up at once). A wait a server asks for (`Retry-After` on a 429 or 503, or the hub's
+//! `RateLimit: "resolvers";r=0;t=55`, on any response) holds back every job of the client that
+//! talks to that origin, not only the one told: the server is waited for, not hammered. A body
 //! shorter or longer than announced, a range other than the one asked for, a content coding,
 //! a file that changes between two requests, any other status: each is an [`RemoteError`]
 //! with a clear message, never a verdict.
@@ -165,7 +168,9 @@ pub struct RemoteOptions {
     pub max_retries: u32,
     /// First backoff; each retry doubles it, up to 8 times this. Default: 250 ms.
     pub backoff: Duration,
-    /// Longest `Retry-After` honoured; a server asking for more is given up on. Default: 10 s.
+    /// Longest wait a server may ask for (`Retry-After`, or the `t` of a `RateLimit` header
+    /// that says no request is left); a server asking for more, or for a wait past the
+    /// address's deadline, is given up on at once ("could not check"). Default: 120 s.
     pub max_retry_after: Duration,
     /// Bytes asked for by the first range request of a header-level check; a header that
     /// fits costs one request. Default: 65,536.
@@ -173,6 +178,11 @@ pub struct RemoteOptions {
     /// Most shards of an index fetched at the same time (at least 1); they are still handed
     /// to the set's check, and reported, in the index's order. Default: 4.
     pub max_concurrent_shards: usize,
+    /// Idle connections kept open per host for the next request: one for each job that may
+    /// talk to a host at once, so a run of many files on one host opens about that many
+    /// connections in all. Default: [`DEFAULT_URL_JOBS`](crate::options::DEFAULT_URL_JOBS)
+    /// x the default [`RemoteOptions::max_concurrent_shards`].
+    pub connections_per_host: usize,
     /// Header bytes the shards of one set fetched ahead may hold together: a shard whose
     /// header would pass it waits for the ones before it, so memory follows the largest
     /// header plus this, not the number of shards fetched at once. Default: 16 MiB.
@@ -201,9 +211,10 @@ impl Default for RemoteOptions {
             max_redirects: 10,
             max_retries: 3,
             backoff: Duration::from_millis(250),
-            max_retry_after: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(120),
             first_fetch: 64 * 1024,
             max_concurrent_shards: 4,
+            connections_per_host: crate::options::DEFAULT_URL_JOBS * 4,
             shard_header_budget: 16 << 20,
             max_requests: 1_000_000,
             headers: Vec::new(),
@@ -231,6 +242,7 @@ impl fmt::Debug for RemoteOptions {
             .field("max_retry_after", &self.max_retry_after)
             .field("first_fetch", &self.first_fetch)
             .field("max_concurrent_shards", &self.max_concurrent_shards)
+            .field("connections_per_host", &self.connections_per_host)
             .field("shard_header_budget", &self.shard_header_budget)
             .field("max_requests", &self.max_requests)
             .field(
@@ -571,6 +583,9 @@ pub struct Remote {
     options: RemoteOptions,
     /// Requests sent so far, against [`RemoteOptions::max_requests`].
     sent: std::sync::atomic::AtomicU64,
+    /// Until when each origin asked every job to wait (a 429's `Retry-After`, a `RateLimit`
+    /// with no request left): one job told to wait holds back all the others.
+    paused: http::Pauses,
     hf_endpoint: Url,
     hf_origin: Origin,
 }
@@ -632,7 +647,10 @@ impl Remote {
             .timeout_send_request(Some(options.total_timeout))
             .timeout_recv_response(Some(options.total_timeout))
             .timeout_per_write(Some(options.read_timeout))
-            .max_idle_connections_per_host(16)
+            // ureq keeps 3 idle connections per host and 10 in all by default: a run of 32
+            // jobs on one host then opened a new connection for about every third file.
+            .max_idle_connections_per_host(options.connections_per_host.max(1))
+            .max_idle_connections(options.connections_per_host.max(1).saturating_mul(4))
             .tls_config(tls.build())
             .build()
             .new_agent();
@@ -640,6 +658,7 @@ impl Remote {
             agent,
             options,
             sent: std::sync::atomic::AtomicU64::new(0),
+            paused: http::Pauses::default(),
             hf_endpoint,
             hf_origin,
         })

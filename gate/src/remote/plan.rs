@@ -334,6 +334,10 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
         })?;
     }
     opts = opts.budget_option(o.name(crate::options::Opt::MaxRequests));
+    // One kept connection for each job that may talk to a host at once.
+    opts.connections_per_host = o
+        .url_jobs()
+        .saturating_mul(opts.max_concurrent_shards.max(1));
     // One deadline for each URL, whatever its depth: the file with its data, or the set with
     // all its shards.
     opts.max_requests = o

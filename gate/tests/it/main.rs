@@ -10,6 +10,7 @@ mod remote_env;
 mod remote_hostile;
 mod remote_index;
 mod remote_pinning;
+mod remote_polite;
 mod remote_tls;
 
 /// The tests that set the process environment (`HF_ENDPOINT`, `HF_TOKEN`) hold this lock for
