@@ -12,6 +12,11 @@
 //! ID column kept in view (sticky), so every column is reachable at any window width (1,280
 //! px: 16 reader columns). The script records, for the page checks, whether each box fits the
 //! window (`data-fits`) and how it overflows (`data-overflow`).
+//!
+//! The page scrolls inside one box (`#page`, the window's height), not the document: opened
+//! at an anchor, the browser scrolls that box. When the document itself scrolled, headless
+//! Chromium's screenshot painted the content at its unscrolled place and left the area above
+//! the table blank (the whole window, at `#writers-matrix`).
 
 use std::fmt::Write as _;
 
@@ -42,7 +47,9 @@ pub fn esc(text: &str) -> String {
 }
 
 const STYLE: &str = r#"
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
+#page { height: 100vh; overflow: auto; padding: 0 1.5em; box-sizing: border-box;
+        scroll-padding-top: 3em; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; }
@@ -50,6 +57,8 @@ th { background: #f4f4f4; position: sticky; top: 0; z-index: 1; }
 .scroll { overflow: auto; max-width: 100%; max-height: 85vh; border: 1px solid #ddd; }
 .scroll table { margin: 0; }
 table.matrix td.id { position: sticky; left: 0; background: #fff; z-index: 1; }
+/* A row opened by its anchor stops below the sticky header row, not under it. */
+table.matrix tbody tr { scroll-margin-top: 5em; }
 table.matrix th:first-child { position: sticky; left: 0; z-index: 2; }
 td.id { font-family: ui-monospace, monospace; font-size: 12px; white-space: nowrap; }
 td.cell { text-align: center; font-size: 12px; min-width: 4.5em; }
@@ -247,7 +256,7 @@ pub fn page(
         s,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>safetensors conformance</title><style>{STYLE}</style>\
-         <script>{SCRIPT}</script></head><body>\n"
+         <script>{SCRIPT}</script></head><body><div id=\"page\">\n"
     );
     let corpus = readers
         .iter()
@@ -293,7 +302,7 @@ pub fn page(
     );
     readers_section(&mut s, readers, manifest);
     writers_section(&mut s, writers, tasks);
-    s.push_str("</body></html>\n");
+    s.push_str("</div></body></html>\n");
     s
 }
 

@@ -13,12 +13,17 @@ Usage: page_check.py PAGE.html SCREENSHOT.png [--width PX] [--expect IMPL CASE O
   has a title (the hover text) that starts with it.
 --filtered: opened at PAGE.html#HASH (e.g. class=security&outcome=failures), the row of
   VISIBLE-CASE is shown and the row of HIDDEN-CASE is hidden.
---anchor: opened at PAGE.html#ID (an element's anchor, not a filter), no row is hidden.
+--anchor: opened at PAGE.html#ID (an element's anchor, not a filter), no row is hidden, and a
+  screenshot there (SCREENSHOT with -ID before .png) is not blank in its upper half: headless
+  Chromium painted a page whose document scrolled at its unscrolled place, leaving the area
+  above the table blank.
 Exits 0 when every check holds, 1 otherwise (each failed check is printed); 2 when Chromium
 cannot be run. Chromium runs with a fresh profile and no network use of its own.
 """
 import html.parser
 import os
+import struct
+import zlib
 import shutil
 import subprocess
 import sys
@@ -66,6 +71,52 @@ class Dom(html.parser.HTMLParser):
 
 
 WIDTH = [1280]
+
+
+def png_rows(path):
+    """The rows of an 8-bit RGB or RGBA PNG (what Chromium writes), unfiltered, as bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, width, height, bpp = 8, b"", 0, 0, 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            if depth != 8 or color not in (2, 6) or body[12] != 0:
+                raise ValueError(f"PNG depth {depth} colour type {color} interlace {body[12]}")
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append(bytes(line))
+        prev = line
+    return rows, bpp
+
+
+def blank_rows(path):
+    """How many of the upper half's rows of a screenshot are one colour, and the half's rows."""
+    rows, bpp = png_rows(path)
+    half = rows[:len(rows) // 2]
+    return sum(1 for r in half if len(set(r[i:i + 3] for i in range(0, len(r), bpp))) == 1), len(half)
 
 
 def dom(url, profile):
@@ -124,6 +175,16 @@ def main(argv):
                 hidden = [r for r, h in f.rows.items() if h]
                 if not f.rows or hidden:
                     failures.append(f"#{anchor}: {len(hidden)} of {len(f.rows)} rows hidden")
+                at = shot[:-4] + "-" + anchor.replace("/", "_") + ".png"
+                run([f"--screenshot={at}", f"--window-size={WIDTH[0]},1000", f"{url}#{anchor}"],
+                    profile)
+                checks += 1
+                blank, half = blank_rows(at)
+                # The rows between two lines of text are one colour; half of the upper half
+                # blank is a page painted away from where it scrolled.
+                if blank * 2 > half:
+                    failures.append(f"#{anchor}: the screenshot {at} is blank in {blank} of the "
+                                    f"upper half's {half} rows")
                 i += 2
             else:
                 sys.exit(f"page_check.py: bad arguments at {rest[i:]!r}")

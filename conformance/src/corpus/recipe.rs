@@ -633,7 +633,15 @@ fn check(r: &Recipe) -> Result<(), RecipeError> {
         return err(o, "shard lines need an index");
     }
     for (file, _) in &r.shards {
-        if file.is_empty() || file.contains('/') || file == INDEX_FILE {
+        // A shard file is a plain name, or `DIR/NAME` one directory down (the sub-directory
+        // cases of INDEX-SHARD-NAME need a file there, so a lax loader finds it).
+        let parts: Vec<&str> = file.split('/').collect();
+        if parts.len() > 2
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || *p == "." || *p == "..")
+            || file == INDEX_FILE
+        {
             return err(o, format!("bad shard file name {file:?}"));
         }
     }
