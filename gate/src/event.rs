@@ -97,6 +97,54 @@ pub struct HubInfo {
     pub linked_etag_malformed: Option<String>,
 }
 
+/// The sources of a published SHA-256, as messages and records name them (the user's is named
+/// as the face names its option, [`crate::options::RunOptions::expected_id`]).
+const LISTING: &str = "the hub's listing (lfs.oid)";
+const LINKED_ETAG: &str = "X-Linked-Etag";
+
+impl HubInfo {
+    /// Take a response's `X-Linked-Etag` (`raw`, as sent): what its bytes say it is decides
+    /// what it is: 64 hex digits, the LFS SHA-256 ([`HubInfo::lfs_sha256`], compared); 40 hex
+    /// digits, a git blob id ([`HubInfo::git_blob_id`], not compared); anything else, a
+    /// published id that cannot confirm the bytes ([`HubInfo::linked_etag_malformed`]).
+    pub fn note_linked_etag(&mut self, raw: &[u8]) {
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim();
+        let v = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+        let hex = |n: usize| v.len() == n && v.bytes().all(|b| b.is_ascii_hexdigit());
+        self.lfs_sha256 = None;
+        self.git_blob_id = None;
+        self.linked_etag_malformed = None;
+        if hex(64) {
+            self.lfs_sha256 = Some(v.to_ascii_lowercase());
+        } else if hex(40) {
+            self.git_blob_id = Some(v.to_ascii_lowercase());
+        } else {
+            let shown = v.chars().filter(char::is_ascii_alphanumeric).take(80);
+            self.linked_etag_malformed = Some(shown.collect());
+        }
+    }
+
+    /// The ids the server published for the file, by source, for the one integrity decision
+    /// ([`stcheck::Checked::compare_published`]): the repository listing's `listed` (its
+    /// `lfs.oid`, where the repository was listed), then the `X-Linked-Etag` if it was a
+    /// SHA-256 or malformed (a git blob id is not compared).
+    pub fn published_ids(&self, listed: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut ids = Vec::new();
+        if let Some(listed) = listed {
+            ids.push((LISTING, listed.to_owned()));
+        }
+        let linked = self
+            .lfs_sha256
+            .as_ref()
+            .or(self.linked_etag_malformed.as_ref());
+        if let Some(linked) = linked {
+            ids.push((LINKED_ETAG, linked.clone()));
+        }
+        ids
+    }
+}
+
 /// How a file's bytes were obtained.
 #[derive(Debug, Clone)]
 pub enum Via {

@@ -285,7 +285,7 @@ const DEFAULT_DATA_DEADLINE_S = 3600;
  */
 function deadline(options) {
   if (options.signal !== undefined || !IS_NODE) return { signal: options.signal, clearDeadline() {} };
-  const data = Boolean(options.deep || options.sha256 || options.denyNonfinite);
+  const data = Boolean(options.deep || options.sha256 || options.expectSha256 || options.denyNonfinite);
   const seconds = data ? DEFAULT_DATA_DEADLINE_S : DEFAULT_DEADLINE_S;
   const controller = new AbortController();
   const timer = setTimeout(() => {
@@ -401,6 +401,9 @@ export async function checkUrl(url, options = {}) {
     throw new NotCheckedError(scrub(`${shown}: ${m}`), "http_status", undefined, status);
   };
   let redirects = 0;
+  // The X-Linked-Etag a response of the URL's own origin gave (the hub's LFS SHA-256): a
+  // published id, compared with the file's SHA-256 as the CLI compares it.
+  let linkedEtag;
   let home;
   try {
     home = new URL(href).origin;
@@ -426,6 +429,7 @@ export async function checkUrl(url, options = {}) {
       } catch (e) {
         fail(`the request failed: ${e?.cause?.message ?? e?.message ?? e}`, fetchFailure(e));
       }
+      if (own && resp.headers.has("x-linked-etag")) linkedEtag = resp.headers.get("x-linked-etag");
       if (!manual || ![301, 302, 303, 307, 308].includes(resp.status)) {
         if (resp.type === "opaqueredirect") fail("the fetch given hides redirects (an opaque redirect response)");
         return resp;
@@ -507,7 +511,7 @@ export async function checkUrl(url, options = {}) {
       failStatus(resp.status, `unexpected HTTP ${resp.status} to a range request`);
     }
     const path = options.path ?? shown;
-    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects)), options);
+    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects, linkedEtag)), options);
   } finally {
     clearDeadline();
     release(stream);

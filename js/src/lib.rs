@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use stcheck::index::{check_index_with, check_shard_name, ShardSource};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
 use stcheck_gate::options::{Face, Opt, RunOptions, Spec, Value, OPTIONS};
-use stcheck_gate::{shown_shard, Cost, Place, Shown, Sink, Status, Via};
+use stcheck_gate::{shown_shard, Cost, HubInfo, Place, Shown, Sink, Status, Via};
 use stcheck_print::records::{self, FileRecord};
 use stcheck_print::JsonLines;
 use wasm_bindgen::prelude::*;
@@ -237,7 +237,7 @@ pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> St
     }
     if file_len < 0.0 {
         let checked = Checker::check_slice(&r.config, bytes);
-        return finish_record(Ok(checked), path, &r, None);
+        return finish_record(Ok(checked), path, &r, None, &HubInfo::default());
     }
     let Some(len) = length(file_len) else {
         return usage("fileLength: not a length in bytes");
@@ -268,14 +268,19 @@ fn finish_record(
     path: &str,
     r: &Resolved,
     remote: Option<(&str, Cost)>,
+    hub: &HubInfo,
 ) -> String {
     match checked {
         Err(e) => unread_error(&e),
         Ok(mut c) => {
-            // The one integrity decision, as the gate makes it for the other faces.
+            // The one integrity decision, as the gate makes it for the other faces: what the
+            // server published (its X-Linked-Etag), then the caller's `expectSha256`.
+            let mut ids = hub.published_ids(None);
             if let Some((source, hex)) = &r.expected {
-                c.compare_published(&[(source, hex)]);
+                ids.push((source, hex.clone()));
             }
+            let pairs: Vec<(&str, &str)> = ids.iter().map(|(s, id)| (*s, id.as_str())).collect();
+            c.compare_published(&pairs);
             let status = Status::of_file(&c, r.record.profile);
             let rec = FileRecord::new(path, &c, r.record, status);
             match remote {
@@ -401,11 +406,12 @@ impl Stream {
     /// The record of the file, shown as `path` (envelope JSON).
     pub fn finish(&mut self, path: &str) -> String {
         let checked = self.take_checked();
-        finish_record(checked, path, &self.resolved, None)
+        finish_record(checked, path, &self.resolved, None, &HubInfo::default())
     }
 
     /// The record of a file fetched from `url` with `requests` requests that brought `bytes`
-    /// body bytes (envelope JSON), as `stcheck --json URL` writes it.
+    /// body bytes (envelope JSON), as `stcheck --json URL` writes it; `linked_etag`: the
+    /// `X-Linked-Etag` a response of the URL's own origin gave, compared as the CLI does.
     #[wasm_bindgen(js_name = finishRemote)]
     pub fn finish_remote(
         &mut self,
@@ -414,7 +420,12 @@ impl Stream {
         requests: u32,
         bytes: f64,
         redirects: u32,
+        linked_etag: Option<String>,
     ) -> String {
+        let mut hub = HubInfo::default();
+        if let Some(v) = linked_etag {
+            hub.note_linked_etag(v.as_bytes());
+        }
         let checked = self.take_checked();
         let cost = Cost {
             requests,
@@ -422,7 +433,7 @@ impl Stream {
             redirects,
             retries: 0,
         };
-        finish_record(checked, path, &self.resolved, Some((url, cost)))
+        finish_record(checked, path, &self.resolved, Some((url, cost)), &hub)
     }
 }
 

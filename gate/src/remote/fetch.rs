@@ -462,16 +462,7 @@ pub(super) fn check_file(
     // INTEGRITY-SHA256: the hash of a file the format accepts, against every id published for
     // it (the listing's LFS id, the X-Linked-Etag, the user's): one decision whatever the
     // route, any disagreement named with its sources.
-    let mut ids: Vec<(&str, String)> = Vec::new();
-    if let Some(listed) = published {
-        ids.push((LISTING, listed.to_owned()));
-    }
-    // An X-Linked-Etag that is a SHA-256 is compared; one that is neither a SHA-256 nor a git
-    // blob id is too, and fails the file (a git blob id, of a file not in LFS, is not).
-    let linked = session.hub.lfs_sha256.clone();
-    if let Some(linked) = linked.or_else(|| session.hub.linked_etag_malformed.clone()) {
-        ids.push((LINKED_ETAG, linked));
-    }
+    let mut ids = session.hub.published_ids(published);
     if let Some((_, sha)) = ids.iter().find(|(_, id)| super::said::is_sha256_hex(id)) {
         // The record's `lfs_sha256`: the listing's, else the header's (a SHA-256 only).
         session.hub.lfs_sha256 = Some(sha.to_ascii_lowercase());
@@ -483,10 +474,6 @@ pub(super) fn check_file(
     file.checked.compare_published(&pairs);
     Ok(file)
 }
-
-/// The sources of a published SHA-256, as messages and records name them.
-pub(super) const LISTING: &str = "the hub's listing (lfs.oid)";
-pub(super) const LINKED_ETAG: &str = "X-Linked-Etag";
 
 /// Whether the URL names an index (by its last path segment, as a local path would).
 pub(super) fn names_index(url: &Url) -> bool {

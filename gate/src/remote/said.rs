@@ -41,23 +41,7 @@ impl HubInfo {
             self.commit = commit(headers);
         }
         if let Some(raw) = headers.get("x-linked-etag") {
-            // What the header says decides what it is: a SHA-256 (compared), a git blob id
-            // (a file not in LFS: not compared), or neither (a published id that cannot
-            // confirm the bytes).
-            let text = String::from_utf8_lossy(raw.as_bytes());
-            let text = text.trim();
-            let v = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
-            self.lfs_sha256 = None;
-            self.git_blob_id = None;
-            self.linked_etag_malformed = None;
-            if is_sha256_hex(v) {
-                self.lfs_sha256 = Some(v.to_ascii_lowercase());
-            } else if v.len() == 40 && v.bytes().all(|b| b.is_ascii_hexdigit()) {
-                self.git_blob_id = Some(v.to_ascii_lowercase());
-            } else {
-                let shown = v.chars().filter(char::is_ascii_alphanumeric).take(80);
-                self.linked_etag_malformed = Some(shown.collect());
-            }
+            self.note_linked_etag(raw.as_bytes());
             if let Some(linked) = clean(headers, "x-linked-etag") {
                 self.etag = Some(linked);
             }
