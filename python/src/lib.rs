@@ -478,11 +478,7 @@ impl Item {
 type ItemRecords = Result<Vec<(Row, String)>, String>;
 
 /// The records of one target of a batch: each JSON line with its row.
-fn batch_item(
-    run: &Run,
-    item: &Item,
-    sink: &mut JsonLines<Vec<u8>>,
-) -> ItemRecords {
+fn batch_item(run: &Run, item: &Item, sink: &mut JsonLines<Vec<u8>>) -> ItemRecords {
     let done = match item {
         Item::Path(path) => {
             let target = stcheck_gate::target_of(path.clone());
