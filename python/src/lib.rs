@@ -574,7 +574,10 @@ fn batch_of(targets: &[Bound<'_, PyAny>], kinds: &[u8], opts: Opts) -> PyResult<
         .map(|(t, kind)| Item::of(*kind, t))
         .collect::<PyResult<Vec<_>>>()?;
     let mut run = Run::new(opts, None)?;
-    run.gate = run.gate.one_deadline();
+    // Set only for a batch with URLs: it builds the run's HTTP client, to know its timeout.
+    if items.iter().any(|i| matches!(i, Item::Url(_))) {
+        run.gate = run.gate.one_deadline();
+    }
     Ok((items, run))
 }
 
