@@ -192,7 +192,7 @@ pub const OPTIONS: &[Spec] = &[
         kind: Kind::Count,
         cli: Some("--url-jobs"),
         value: "N",
-        python: None,
+        python: Some("url_jobs"),
         js: None,
         key: "url-jobs",
         names: ["--url-jobs", "url_jobs=", "urlJobs", "url-jobs"],

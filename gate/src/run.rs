@@ -26,6 +26,9 @@ pub struct Gate {
     /// The client of the run's URLs and what the listings of its repositories say.
     #[cfg(feature = "remote")]
     urls: crate::remote::plan::Urls,
+    /// The one deadline of all the run's URLs, if [`Gate::one_deadline`] set one.
+    #[cfg(feature = "remote")]
+    until: Option<std::time::Instant>,
 }
 
 impl Gate {
@@ -39,7 +42,26 @@ impl Gate {
             profile,
             #[cfg(feature = "remote")]
             urls: Default::default(),
+            #[cfg(feature = "remote")]
+            until: None,
         })
+    }
+
+    /// From now on, every URL this gate checks shares one deadline: the time one URL is
+    /// allowed (`--timeout`; by default 120 s for a header check, 1 hour when the data is
+    /// read), counted from this call. A URL still being checked when it passes, or started
+    /// after, is not checked (a timeout), whatever its own deadline. For a face that checks a
+    /// batch of URLs at once (the Python package's batch calls): however many URLs it holds
+    /// and however they are scheduled, the batch takes no longer than one URL may. Files on
+    /// disk have no deadline.
+    pub fn one_deadline(self) -> Gate {
+        #[cfg(feature = "remote")]
+        let until = self.urls.deadline_from_now(&self.options, &self.config);
+        Gate {
+            #[cfg(feature = "remote")]
+            until,
+            ..self
+        }
     }
 
     /// The options.
@@ -283,7 +305,7 @@ impl Gate {
     #[cfg(feature = "remote")]
     fn url(&self, url: &str, config: &Config, sink: &mut dyn Sink) -> Done {
         self.urls
-            .check(&self.options, self.profile, url, config, sink)
+            .check(&self.options, self.profile, url, config, self.until, sink)
     }
 
     /// Built without the `remote` feature: a URL cannot be checked.

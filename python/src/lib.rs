@@ -37,6 +37,7 @@ use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use numpy::{PyArray1, PyArrayMethods as _};
 use pyo3::exceptions::{PyException, PyMemoryError, PyOSError, PyValueError};
@@ -481,12 +482,12 @@ impl Item {
     }
 }
 
+/// The records of one target of a batch (each JSON line with its row), or why the batch
+/// cannot take it.
+type ItemRecords = Result<Vec<(Row, String)>, String>;
+
 /// The records of one target of a batch: each JSON line with its row.
-fn batch_item(
-    run: &Run,
-    item: &Item,
-    sink: &mut JsonLines<Vec<u8>>,
-) -> Result<Vec<(Row, String)>, String> {
+fn batch_item(run: &Run, item: &Item, sink: &mut JsonLines<Vec<u8>>) -> ItemRecords {
     let done = match item {
         Item::Path(path) => {
             let target = stcheck_gate::target_of(path.clone());
@@ -523,7 +524,73 @@ fn internal_row(why: &str) -> (Row, String) {
     (record.row(), line)
 }
 
-/// Check a batch of targets, each as itself (see [`Item`]; a directory is not walked), one
+/// Check a batch of targets, each as itself (see [`Item`]; a directory is not walked): each
+/// target's records, in the targets' order. The URLs are checked concurrently, at most
+/// `url_jobs` at a time, under one deadline for the whole batch ([`Gate::one_deadline`]: a
+/// batch of a thousand slow URLs takes no longer than one may); the paths and contents one
+/// after another on this thread meanwhile, as the CLI's workers share a run. Each target goes
+/// through the gate's one driver ([`Gate::check`]), as the CLI's jobs do.
+fn check_batch(run: &Run, items: &[Item]) -> Result<Vec<(Row, String)>, String> {
+    let mut done: Vec<Option<ItemRecords>> = items.iter().map(|_| None).collect();
+    let urls: Vec<usize> = (0..items.len())
+        .filter(|&i| matches!(items[i], Item::Url(_)))
+        .collect();
+    let workers = run.gate.options().url_jobs().min(urls.len());
+    let next = AtomicUsize::new(0);
+    let url_job = || {
+        let mut sink = JsonLines::new(Vec::new(), run.print).with_rows();
+        let mut out = Vec::new();
+        while let Some(&i) = urls.get(next.fetch_add(1, Ordering::Relaxed)) {
+            out.push((i, batch_item(run, &items[i], &mut sink)));
+        }
+        out
+    };
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = (0..workers).map(|_| s.spawn(url_job)).collect();
+        let mut sink = JsonLines::new(Vec::new(), run.print).with_rows();
+        for (i, item) in items.iter().enumerate() {
+            if !matches!(item, Item::Url(_)) {
+                done[i] = Some(batch_item(run, item, &mut sink));
+            }
+        }
+        for job in jobs {
+            // A URL job that panicked (a bug: no input may panic) leaves its targets without
+            // records, shown below as records that cannot be valid.
+            for (i, records) in job.join().unwrap_or_default() {
+                done[i] = Some(records);
+            }
+        }
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for records in done {
+        match records {
+            Some(records) => out.extend(records?),
+            None => out.push(internal_row("a target of the batch was not checked")),
+        }
+    }
+    Ok(out)
+}
+
+/// The targets of a batch, told apart by `kinds` (see [`Item::of`]), and the run of `opts`
+/// with one deadline for the batch's URLs, counted from now.
+fn batch_of(targets: &[Bound<'_, PyAny>], kinds: &[u8], opts: Opts) -> PyResult<(Vec<Item>, Run)> {
+    if kinds.len() != targets.len() {
+        return Err(PyValueError::new_err("a kind for each target"));
+    }
+    let items = targets
+        .iter()
+        .zip(kinds)
+        .map(|(t, kind)| Item::of(*kind, t))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut run = Run::new(opts, None)?;
+    // Set only for a batch with URLs: it builds the run's HTTP client, to know its timeout.
+    if items.iter().any(|i| matches!(i, Item::Url(_))) {
+        run.gate = run.gate.one_deadline();
+    }
+    Ok((items, run))
+}
+
+/// Check a batch of targets ([`check_batch`]: the URLs concurrently, under one deadline), one
 /// record each, and return the records' columns: `stcheck.dask.COLUMNS` but `target`, one
 /// list per column (`record`: the JSON line `stcheck --json` writes), each value taken from
 /// the record's row ([`Row`], made by the printer from the record it writes). What the
@@ -535,25 +602,25 @@ fn check_columns<'py>(
     kinds: &[u8],
     opts: Opts,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if kinds.len() != targets.len() {
-        return Err(PyValueError::new_err("a kind for each target"));
-    }
-    let items = targets
-        .iter()
-        .zip(kinds)
-        .map(|(t, kind)| Item::of(*kind, t))
-        .collect::<PyResult<Vec<_>>>()?;
-    let run = Run::new(opts, None)?;
-    let records = py.detach(|| {
-        let mut sink = JsonLines::new(Vec::new(), run.print).with_rows();
-        let mut out = Vec::with_capacity(items.len());
-        for item in &items {
-            out.extend(batch_item(&run, item, &mut sink)?);
-        }
-        Ok::<_, String>(out)
-    });
+    let (items, run) = batch_of(&targets, kinds, opts)?;
+    let records = py.detach(|| check_batch(&run, &items));
     let records = records.map_err(PyValueError::new_err)?;
     columns(py, &records)
+}
+
+/// Check a batch of targets as [`check_columns`] does, and return the records' JSON lines
+/// only (what `stcheck.records` parses).
+#[pyfunction]
+fn check_lines(
+    py: Python<'_>,
+    targets: Vec<Bound<'_, PyAny>>,
+    kinds: &[u8],
+    opts: Opts,
+) -> PyResult<Vec<String>> {
+    let (items, run) = batch_of(&targets, kinds, opts)?;
+    let records = py.detach(|| check_batch(&run, &items));
+    let records = records.map_err(PyValueError::new_err)?;
+    Ok(records.into_iter().map(|(_, line)| line).collect())
 }
 
 /// The rows as columns, by name.
@@ -1083,8 +1150,8 @@ impl Runner {
 mod _native {
     #[pymodule_export]
     use super::{
-        check_bytes, check_columns, check_paths, check_tree, check_url, is_url, open_index_checked,
-        rules_table, shown_url,
+        check_bytes, check_columns, check_lines, check_paths, check_tree, check_url, is_url,
+        open_index_checked, rules_table, shown_url,
     };
 
     #[pymodule_export]

@@ -5,55 +5,73 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
-import pathlib
 import sys
 import threading
 from typing import Any, Dict, List
 
-import numpy as np
 import pytest
 
 import stcheck
 
-from conftest import CASES, write_file
+from conftest import CASES
 
 FILES = [c["file"] for c in CASES if c["kind"] == "file"]
 
 
-@pytest.fixture(scope="module")
-def big_file(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A 32 MiB file, for a deep scan that takes a while."""
-    path = tmp_path_factory.mktemp("big") / "big.safetensors"
-    rng = np.random.default_rng(7)
-    return write_file(path, {"w": rng.standard_normal(8 << 20, dtype=np.float32)})
-
-
-def test_the_gil_is_released_while_checking(big_file: pathlib.Path) -> None:
+@pytest.mark.skipif(not stcheck._native.remote, reason="built without remote checking")
+def test_the_gil_is_released_while_checking() -> None:
     """With a switch interval so long that Python never preempts a thread, the main thread can
-    only run while a worker is inside `check` if `check` released the GIL. No timing is
-    measured: the assertion is about what the main thread could observe."""
+    only run while a worker is inside `check` if `check` released the GIL. The check is held
+    inside deterministically: it asks a listening socket (127.0.0.1) that this test accepts
+    only from the main thread, so the check cannot end before the main thread answers it. The event counted: the main thread accepted the check's
+    connection while the check was still under way. Not released, the main thread runs only
+    after the check gave up (its deadline, 60 s: a hang guard), and sees it done. No timing is
+    measured and nothing is retried."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(120)  # a hang guard
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/held.safetensors"
     old = sys.getswitchinterval()
-    observed = []
+    started, done = threading.Event(), threading.Event()
+    errors: List[BaseException] = []
+
+    def work() -> None:
+        started.set()
+        try:
+            stcheck.check(url, timeout=60)
+        except BaseException as e:  # noqa: B036 (handed to the main thread)
+            errors.append(e)
+        done.set()
+
+    t = threading.Thread(target=work)
     try:
         sys.setswitchinterval(1000.0)
-        for _ in range(5):
-            started, done = threading.Event(), threading.Event()
-
-            def work() -> None:
-                started.set()
-                stcheck.check(big_file, sha256=True)
-                done.set()
-
-            t = threading.Thread(target=work)
-            t.start()
-            started.wait()
-            # This line runs when the worker gives up the GIL: inside the check (released)
-            # or after `done.set()` (never released).
-            observed.append(not done.is_set())
-            t.join()
+        t.start()
+        started.wait()
+        # This runs when the worker gives up the GIL: inside the check (released), or once
+        # the check has ended (never released).
+        connection, _ = listener.accept()
+        in_check = not done.is_set()
+        # The check ends: its request answered with a 404, which is not retried.
+        connection.settimeout(120)  # a hang guard
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            request += chunk
+        connection.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        connection.close()
     finally:
         sys.setswitchinterval(old)
-    assert any(observed), "the main thread never ran while a check was in progress"
+        t.join(120)
+        listener.close()
+    assert in_check, "the main thread ran only after the check had ended: the GIL was held"
+    assert len(errors) == 1 and isinstance(errors[0], stcheck.ReadError), errors
+    assert errors[0].http_status == 404
 
 
 def test_threads_check_in_parallel_with_the_same_results() -> None:

@@ -217,38 +217,60 @@ def test_parquet_rows_are_the_records(cluster_client: Any, targets: List[str], t
 
 
 _KILLED_SCAN = """
+import os
 import sys
 import stcheck.dask
+
+# The fault injected: the scan's fourth batch is written under its temporary name and, at
+# the rename that would publish it, the process says so and waits to be killed.
+renames = 0
+replace = os.replace
+
+def held_replace(src, dst):
+    global renames
+    renames += 1
+    if renames == 4:
+        print("in flight", src, flush=True)
+        sys.stdin.read()  # until killed (or the test's end closes the pipe: a hang guard)
+        raise SystemExit("not killed")
+    replace(src, dst)
+
+os.replace = held_replace
 targets = [line.rstrip("\\n") for line in open(sys.argv[1])]
 stcheck.dask.scan_to_parquet(targets, sys.argv[2], batch_size=int(sys.argv[3]))
 """
 
 
 def test_a_killed_scan_resumes_to_the_same_rows(targets: List[str], tmp_path: pathlib.Path) -> None:
-    """Kill a scan (SIGKILL, the process that checks and writes) once some batches are
-    written, resume it, and get exactly the rows of an uninterrupted scan."""
+    """Kill a scan (SIGKILL, the process that checks and writes) at a known point: three
+    batches written, the fourth written under its temporary name and not yet renamed (the
+    child is held there by a fault injected at its rename, and says so). Resume it, and get
+    exactly the rows of an uninterrupted scan, the batch in flight checked again and its
+    temporary file gone. No polling: the kill follows the child's own word."""
     import signal
     import subprocess
     import sys
-    import time
 
     files = [t for t in targets if t.endswith(".safetensors") and "pipe" not in t]
     listing = tmp_path / "targets.txt"
     listing.write_text("\n".join(files) + "\n")
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SCAN, str(listing), str(killed), "5"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_SCAN, str(listing), str(killed), "5"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(killed.glob("part-*.parquet"))) < 3:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.01)
-        assert proc.poll() is None, "the scan ended before it could be killed: make it longer"
+        said = proc.stdout.readline() if proc.stdout else ""
+        assert said.startswith("in flight "), f"the scan ended before its fourth batch: {said!r}"
+        in_flight = pathlib.Path(said[len("in flight "):].rstrip("\n"))
         proc.send_signal(signal.SIGKILL)
     finally:
-        proc.wait(30)
-    written = len(list(killed.glob("part-*.parquet")))
-    assert 3 <= written < -(-len(files) // 5), written
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(120)
+    assert proc.returncode == -signal.SIGKILL
+    assert len(list(killed.glob("part-*.parquet"))) == 3
+    assert in_flight.exists() and in_flight.name.endswith(".tmp")
     resumed = stcheck.dask.scan_to_parquet(files, killed, batch_size=5)
     whole = stcheck.dask.scan_to_parquet(files, tmp_path / "whole", batch_size=5)
     assert whole["files"] == len(files)

@@ -6,6 +6,7 @@ remote source reads only as far as it needs) serves the corpus; it stops with th
 from __future__ import annotations
 
 import functools
+import json
 import http.server
 import shutil
 import socket
@@ -265,3 +266,89 @@ def test_a_404_a_timeout_and_a_tls_failure_are_three_documented_codes(base_url: 
         tls.shutdown()
         tls.server_close()
         thread.join(30)
+
+
+class _Drip(http.server.BaseHTTPRequestHandler):
+    """Answers every request with the first bytes of a file and then drips the rest, one byte
+    at a time, until the client leaves (a write fails) or the test ends; counts the requests it
+    got and the most it was answering at once."""
+
+    protocol_version = "HTTP/1.1"
+    lock = threading.Lock()
+    in_flight = 0
+    most = 0
+    requests = 0
+    stop = threading.Event()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        cls = type(self)
+        with cls.lock:
+            cls.requests += 1
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+        try:
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes 0-65535/100000000")
+            self.send_header("Content-Length", "65536")
+            self.end_headers()
+            # A header of 60,000 bytes: the drip never brings all of it.
+            self.wfile.write((60000).to_bytes(8, "little"))
+            self.wfile.flush()
+            # One byte every 0.1 s: above no minimum speed, so only a deadline ends it (the
+            # bound of 1,200 bytes is a hang guard).
+            for _ in range(1200):
+                if cls.stop.wait(0.1):
+                    break
+                self.wfile.write(b" ")
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up and closed the connection
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+
+@pytest.mark.parametrize(
+    "count,url_jobs,call",
+    [(8, None, "records"), (12, 4, "check_batch")],
+    ids=["8-urls-default-jobs-records", "12-urls-4-jobs-check_batch"],
+)
+def test_a_batch_checks_its_urls_concurrently_and_they_share_one_deadline(
+    count: int, url_jobs: Any, call: str
+) -> None:
+    """Issue 35: a batch's URLs were checked one after another, each with its own deadline (8
+    dripping URLs at ``timeout=5``: 40 s). Now ``url_jobs`` (default 8) are in flight at once,
+    and all share one deadline: when the first ``url_jobs`` time out, the deadline of every
+    other URL of the batch has passed too, so they are not fetched at all. Counted in the
+    server, not timed: exactly ``url_jobs`` requests, all in flight together, and every URL an
+    ``io_error`` record of the batch's deadline."""
+    jobs = url_jobs or 8
+    _Drip.in_flight, _Drip.most, _Drip.requests = 0, 0, 0
+    _Drip.stop.clear()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    urls = [f"http://127.0.0.1:{server.server_address[1]}/f{i}.safetensors" for i in range(count)]
+    # Generous: the jobs' first requests must all be under way before it passes.
+    opts: Dict[str, Any] = {"timeout": 10}
+    if url_jobs is not None:
+        opts["url_jobs"] = url_jobs
+    try:
+        if call == "records":
+            got = [r["data"] for r in stcheck.records(urls, **opts)]
+        else:
+            cols = stcheck.dask.check_batch(urls, opts)
+            got = [json.loads(line)["data"] for line in cols["record"]]
+    finally:
+        _Drip.stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(30)
+    assert (_Drip.most, _Drip.requests) == (jobs, jobs)
+    assert [d["path"] for d in got] == urls
+    assert all(d["status"] == "io_error" and d["read_error"] == "timeout" for d in got), got
+    assert all("all the addresses of this call" in d["io_error"] for d in got), got

@@ -224,6 +224,28 @@ def test_tensors_survive_truncation(tmp_path: pathlib.Path) -> None:
     assert loaded["w"][0] == 5.0
 
 
+@pytest.mark.parametrize("elements", [1000, 1 << 18], ids=["bytearray", "mapped-buffer"])
+def test_load_file_copies_nothing(tmp_path: pathlib.Path, elements: int) -> None:
+    """Issue 34: torch loads hold the file once. Every tensor of ``load_file(framework="pt")``
+    is a view of the one buffer the file was read into and checked in: its data pointer is
+    the first tensor's plus the distance between their offsets in the file, so no tensor was
+    copied (a second copy of the file would put the tensors elsewhere). Both buffers the
+    loader makes: a ``bytearray`` below 256 KiB, a numpy array over an anonymous map from
+    there on (1 MiB tensors here)."""
+    torch = _torch()
+    import safetensors.torch
+
+    path = tmp_path / "m.safetensors"
+    dtypes = (torch.float32, torch.int64, torch.float16, torch.bfloat16, torch.uint8)
+    safetensors.torch.save_file(
+        {f"t{i}": torch.full((elements,), i, dtype=dt) for i, dt in enumerate(dtypes)}, str(path)
+    )
+    offsets = {t.name: t.file_offsets[0] for t in stcheck.check(path).tensors}
+    loaded = stcheck.load_file(path, framework="pt")
+    base = loaded["t0"].data_ptr() - offsets["t0"]
+    assert {name: t.data_ptr() - base for name, t in loaded.items()} == offsets
+
+
 def test_invalid_file_gives_no_tensor(tmp_path: pathlib.Path) -> None:
     _torch()
     path = tmp_path / "bad.safetensors"

@@ -19,6 +19,9 @@ impl Deadline {
     pub(super) const FILE: &'static str = "one file";
     /// What a set's deadline is for.
     pub(super) const SET: &'static str = "the whole set (the index and all its shards)";
+    /// What a run's one deadline is for ([`crate::Gate::one_deadline`]).
+    pub(super) const RUN: &'static str =
+        "all the addresses of this call (one deadline for them all)";
 
     /// `allowed` from now (`None`: no deadline), for `what`.
     pub(super) fn after(allowed: Option<Duration>, what: &'static str) -> Self {
@@ -26,6 +29,19 @@ impl Deadline {
             at: allowed.and_then(|d| Instant::now().checked_add(d)),
             allowed: allowed.unwrap_or(Duration::MAX),
             what,
+        }
+    }
+
+    /// This deadline, or `until` where that comes first: then what the time was allowed for is
+    /// the run's ([`Deadline::RUN`]), and the time allowed what was left of it.
+    pub(super) fn not_after(self, until: Option<Instant>) -> Self {
+        match until {
+            Some(u) if self.at.is_none_or(|at| u < at) => Deadline {
+                at: Some(u),
+                allowed: u.saturating_duration_since(Instant::now()),
+                what: Self::RUN,
+            },
+            _ => self,
         }
     }
 

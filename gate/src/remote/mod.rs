@@ -360,7 +360,7 @@ pub enum Depth {
 }
 
 impl Depth {
-    fn timeout(self, o: &RemoteOptions) -> Option<Duration> {
+    pub(crate) fn timeout(self, o: &RemoteOptions) -> Option<Duration> {
         match self {
             Depth::Header => Some(o.total_timeout),
             Depth::Deep { .. } => o.stream_timeout,
@@ -721,6 +721,20 @@ impl Remote {
         known: &Known,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> UrlCheck {
+        self.check_until(address, config, depth, known, None, on_shard)
+    }
+
+    /// [`Remote::check_known`], over by `until` at the latest (a run's one deadline, shared by
+    /// all its addresses), whatever the address's own deadline.
+    pub(crate) fn check_until(
+        &self,
+        address: &str,
+        config: &Config,
+        depth: Depth,
+        known: &Known,
+        until: Option<std::time::Instant>,
+        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
+    ) -> UrlCheck {
         let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {
             Ok(u) => u,
@@ -741,12 +755,8 @@ impl Remote {
             true => Deadline::SET,
             false => Deadline::FILE,
         };
-        let mut session = Session::new(
-            self,
-            &url,
-            Deadline::after(depth.timeout(&self.options), what),
-        )
-        .pinned(pinned_commit(address));
+        let deadline = Deadline::after(depth.timeout(&self.options), what).not_after(until);
+        let mut session = Session::new(self, &url, deadline).pinned(pinned_commit(address));
         let outcome = if is_index {
             shards::check_index(self, &mut session, &url, config, depth, known, on_shard)
         } else {

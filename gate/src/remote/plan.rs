@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use stcheck::index;
 use stcheck::{Config, Profile, ReadError, ReadErrorKind};
@@ -195,16 +196,26 @@ impl Urls {
             .map_err(Clone::clone)
     }
 
-    /// A file or sharded set named by URL, checked by the remote source.
+    /// When a run's one deadline, set now, passes: the time one address is allowed at the
+    /// depth `config` checks (`--timeout`, else the client's default), from now. `None`: no
+    /// deadline (none is set, or the client cannot be built and no address will be fetched).
+    pub(crate) fn deadline_from_now(&self, o: &RunOptions, config: &Config) -> Option<Instant> {
+        let allowed = depth(config).timeout(&self.client(o).ok()?.options)?;
+        Instant::now().checked_add(allowed)
+    }
+
+    /// A file or sharded set named by URL, checked by the remote source, over by `until` at
+    /// the latest (a run's one deadline) whatever its own deadline.
     pub(crate) fn check(
         &self,
         o: &RunOptions,
         profile: Profile,
         url: &str,
         config: &Config,
+        until: Option<Instant>,
         sink: &mut dyn Sink,
     ) -> Done {
-        use super::{Depth, Found};
+        use super::Found;
         let text = crate::target::shown_url(url);
         let at = Shown {
             text: &text,
@@ -217,13 +228,7 @@ impl Urls {
                 return Done::unchecked(&at, &e, Unchecked::Unreadable, false, sink);
             }
         };
-        let depth = if config.reads_data() {
-            Depth::Deep {
-                sha256: config.sha256,
-            }
-        } else {
-            Depth::Header
-        };
+        let depth = depth(config);
         let is_index = crate::target::names_index(url);
         let mut known = self.known(url);
         // The id the user gives for the file: one more published id, in the same decision as
@@ -242,7 +247,7 @@ impl Urls {
             h
         };
         if !is_index {
-            let checked = client.check_known(url, config, depth, &known, &mut |_, _, _| {});
+            let checked = client.check_until(url, config, depth, &known, until, &mut |_, _, _| {});
             let via = Via::Remote {
                 resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
                 cost: checked.cost,
@@ -262,22 +267,29 @@ impl Urls {
         }
         let dir = at.shard_dir();
         let mut written = sink.index_start(&at, None);
-        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome, f| {
-            if written.is_ok() {
-                let via = f.map(|f| Via::Remote {
-                    resolved: f.url.clone(),
-                    cost: f.cost,
-                    hub: hub(&f.hub),
-                });
-                let text = shown_shard(&dir, name);
-                let at = Shown {
-                    text: &text,
-                    place: Place::Url(&text),
-                };
-                let status = Status::of_shard(&outcome, profile);
-                written = sink.shard(&at, name, outcome, via.as_ref(), status);
-            }
-        });
+        let checked = client.check_until(
+            url,
+            config,
+            depth,
+            &known,
+            until,
+            &mut |name, outcome, f| {
+                if written.is_ok() {
+                    let via = f.map(|f| Via::Remote {
+                        resolved: f.url.clone(),
+                        cost: f.cost,
+                        hub: hub(&f.hub),
+                    });
+                    let text = shown_shard(&dir, name);
+                    let at = Shown {
+                        text: &text,
+                        place: Place::Url(&text),
+                    };
+                    let status = Status::of_shard(&outcome, profile);
+                    written = sink.shard(&at, name, outcome, via.as_ref(), status);
+                }
+            },
+        );
         let via = Via::Remote {
             resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
             cost: checked.cost,
@@ -292,6 +304,16 @@ impl Urls {
             Err(e) => Err(e.into()),
         };
         Done::index(profile, &at, result.as_ref(), &via, written, sink)
+    }
+}
+
+/// How deep `config` checks a URL.
+fn depth(config: &Config) -> super::Depth {
+    match config.reads_data() {
+        true => super::Depth::Deep {
+            sha256: config.sha256,
+        },
+        false => super::Depth::Header,
     }
 }
 

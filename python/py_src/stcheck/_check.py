@@ -58,6 +58,7 @@ def options(
     allow_empty: bool = False,
     allow_other_formats: bool = False,
     exclude: Iterable[str] = (),
+    url_jobs: Optional[int] = None,
     max_requests: Optional[int] = None,
     timeout: Optional[float] = None,
     headers: Optional[Dict[str, str]] = None,
@@ -82,9 +83,12 @@ def options(
     ``allow_empty`` (a directory with nothing to check is not a failure),
     ``allow_other_formats`` (files of other weight formats, such as pickle ``.bin`` or GGUF, are
     named but not a failure), ``exclude`` (gitignore-style globs the walk leaves out),
-    ``max_requests`` (the run's budget of HTTP requests), ``timeout`` (seconds
-    for each URL with its data, or a set with all its shards; ``None``, the default, is the
-    CLI's: 120 s for a header check, 1 hour when the data is read), ``headers``
+    ``url_jobs`` (the most URLs of a batch checked at the same time; ``None``, the default,
+    is the CLI's: 8), ``max_requests`` (the run's budget of HTTP requests), ``timeout``
+    (seconds for each URL with its data, or a set with all its shards, and for a whole batch
+    of ``records``, ``lines`` or ``stcheck.dask``, whose URLs share one deadline; ``None``,
+    the default, is the CLI's: 120 s for a header check, 1 hour when the data is read),
+    ``headers``
     (extra request headers for URLs, sent only to the URL's own host), ``ca_file`` (PEM
     certificates trusted for https URLs). ``threads`` splits one file's deep scan.
     """
@@ -111,6 +115,7 @@ def options(
         "allow_empty": bool(allow_empty),
         "allow_other_formats": bool(allow_other_formats),
         "exclude": [exclude] if isinstance(exclude, str) else list(exclude),
+        "url_jobs": url_jobs,
         "max_requests": max_requests,
         "timeout": None if timeout is None else float(timeout),
         "headers": [(str(k), str(v)) for k, v in (headers or {}).items()],
@@ -196,37 +201,37 @@ def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str,
 
 
 def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
-    """``record`` for many targets, in order: paths are checked in one native call (the GIL
-    released once for all of them), URLs and ``bytes`` one by one."""
+    """``record`` for many targets, in order, in one native call (the GIL released once for
+    all of them): the URLs checked concurrently (``url_jobs`` at a time, default 8) under one
+    deadline for the whole call (``timeout``: however many URLs, the call takes no longer than
+    one URL may), the paths and ``bytes`` one after another meanwhile."""
     return [json.loads(line) for line in lines(targets, **opts)]
+
+
+def _batch(targets: Sequence[Any]) -> Tuple[Sequence[Any], bytes]:
+    """The targets of a native batch call and their kinds: contents (2), URLs (1), paths (0);
+    no object per target."""
+    kinds = bytes(2 if isinstance(t, _BYTES) else 1 if is_url(t) else 0 for t in targets)
+    if 2 in kinds:
+        targets = [bytes(t) if isinstance(t, _BYTES) else t for t in targets]
+    return targets, kinds
 
 
 def lines(targets: Sequence[Any], **opts: Any) -> List[str]:
     """The JSON lines ``stcheck --json`` writes for ``targets`` (one each, in order), not
-    parsed: what ``records`` parses, for a caller that stores the text as it is."""
+    parsed: what ``records`` parses, for a caller that stores the text as it is. One batch,
+    as ``records`` checks it."""
     opts.setdefault("verbose", False)
-    o = options(**opts)
-    outcomes: List[Any] = [None] * len(targets)
-    paths = [i for i, t in enumerate(targets) if not is_url(t) and not isinstance(t, _BYTES)]
-    for i, outcome in zip(paths, _native.check_paths([targets[i] for i in paths], o)):
-        outcomes[i] = outcome
-    for i, t in enumerate(targets):
-        if outcomes[i] is None:
-            outcomes[i] = _native_record(t, o, None)
-    return [line for line, _ in outcomes]
+    return _native.check_lines(*_batch(targets), options(**opts))  # type: ignore[no-any-return]
 
 
 def columns(targets: Sequence[Any], **opts: Any) -> Dict[str, List[Any]]:
     """The records of ``lines(targets)`` as columns, by name: those of ``stcheck.dask.COLUMNS``
     but ``target``, one list each, one entry per target in order (``record`` holds the line).
-    All targets go to one native call, which takes each column's value from the record as the
-    printer writes it: no record is parsed here."""
+    All targets go to one native call (one batch, as ``records`` checks it), which takes each
+    column's value from the record as the printer writes it: no record is parsed here."""
     opts.setdefault("verbose", False)
-    # Told apart as ``lines`` does: contents (2), URLs (1), paths (0); no object per target.
-    kinds = bytes(2 if isinstance(t, _BYTES) else 1 if is_url(t) else 0 for t in targets)
-    if 2 in kinds:
-        targets = [bytes(t) if isinstance(t, _BYTES) else t for t in targets]
-    return _native.check_columns(targets, kinds, options(**opts))  # type: ignore[no-any-return]
+    return _native.check_columns(*_batch(targets), options(**opts))  # type: ignore[no-any-return]
 
 
 def records_tree(paths: Sequence[PathLike], **opts: Any) -> List[Dict[str, Any]]:

@@ -68,7 +68,10 @@ def check_url(url: str, opts: Dict[str, Any]) -> _Record: ...
 def check_bytes(data: bytes, name: str, opts: Dict[str, Any]) -> _Record: ...
 def check_columns(targets: Sequence[Any], kinds: bytes, opts: Dict[str, Any]) -> Dict[str, List[Any]]:
     """A batch, each target of the kind its byte in ``kinds`` says (0 a path, 1 a URL, 2 bytes):
-    its records' columns (``stcheck.dask.COLUMNS`` but ``target``)."""
+    its records' columns (``stcheck.dask.COLUMNS`` but ``target``). The URLs are checked
+    concurrently (``url_jobs`` at a time) under one deadline for the batch (``timeout``)."""
+def check_lines(targets: Sequence[Any], kinds: bytes, opts: Dict[str, Any]) -> List[str]:
+    """The batch of ``check_columns``: its records' JSON lines only."""
 def open_index_checked(
     path: _Path, opts: Dict[str, Any], read: bool
 ) -> Tuple[str, Optional[int], List[Tuple[str, _Kept]]]: ...

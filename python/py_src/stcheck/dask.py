@@ -19,8 +19,9 @@ Each record is exactly the line ``stcheck --json`` writes for that target
 (a shared file system, or a local disk per worker with the paths it holds), and URLs, checked
 by the library's remote source without downloading the files (``stcheck.is_url``).
 
-The map step is ``check_partition(targets, options)`` (``stcheck.records``: the paths of a
-partition are checked in one native call), a plain function of a list of targets
+The map step is ``check_partition(targets, options)`` (``stcheck.records``: a partition is
+checked in one native call, its URLs concurrently, ``url_jobs`` at a time, under one deadline
+for the partition), a plain function of a list of targets
 and a dict of options returning ``(records, summary)``: it needs nothing from Dask, so the
 same step runs on Ray or Spark (docs/python.md). Workers release the GIL while they check,
 so threads in one worker check in parallel too.
