@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -879,27 +879,80 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
     respond(status, "text/plain; charset=utf-8", b)
 }
 
-async fn http_connection(socket: TcpStream, sh: Arc<Shared>) {
+/// A connection's requests being answered: while there is none, its idle timeout runs.
+#[derive(Debug, Default)]
+struct Requests {
+    open: AtomicUsize,
+    /// A request began or ended.
+    changed: tokio::sync::Notify,
+}
+
+/// One request being answered, counted until it is dropped.
+struct Answering(Arc<Requests>);
+
+impl Answering {
+    fn new(r: &Arc<Requests>) -> Answering {
+        r.open.fetch_add(1, Relaxed);
+        r.changed.notify_one();
+        Answering(r.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Relaxed);
+        self.0.changed.notify_one();
+    }
+}
+
+/// An HTTP/1.1 connection (keep-alive): closed when the service stops, or when no request
+/// comes within the idle timeout after the last one (or after it opened).
+async fn http_connection<S>(io: S, sh: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let mut stop = sh.stop.subscribe();
+    let requests = Arc::new(Requests::default());
     let service = {
         let sh = sh.clone();
+        let requests = requests.clone();
         hyper::service::service_fn(move |req| {
             let sh = sh.clone();
-            async move { Ok::<_, Infallible>(route(req, sh).await) }
+            let answering = Answering::new(&requests);
+            async move {
+                let r = route(req, sh).await;
+                drop(answering);
+                Ok::<_, Infallible>(r)
+            }
         })
     };
+    let limits = sh.now().settings.limits.clone();
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(sh.now().settings.limits.command_timeout)
+        .header_read_timeout(limits.command_timeout)
         .max_buf_size(64 << 10)
-        .serve_connection(TokioIo::new(socket), service);
+        .serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stopped(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+    loop {
+        let idle = async {
+            if requests.open.load(Relaxed) == 0 {
+                tokio::time::sleep(limits.idle_timeout).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            // A request began or ended: the idle time starts again.
+            _ = requests.changed.notified() => continue,
+            _ = idle => {}
+            _ = stopped(&mut stop) => {}
         }
+        // Idle, or stopping: no new request; one under way is answered, then it closes
+        // (a client that does not take the answer within the read timeout is dropped).
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(limits.read_timeout.max(limits.grace), conn).await;
+        return;
     }
 }
 

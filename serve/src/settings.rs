@@ -30,7 +30,8 @@ pub struct Limits {
     /// `CommandReadTimeout`: the longest wait for a whole command (clamd) or request head
     /// (HTTP).
     pub command_timeout: Duration,
-    /// `IdleTimeout`: the longest wait for the next command of a session.
+    /// `IdleTimeout`: the longest wait for the next command of a clamd session, and for the
+    /// next request on an HTTP connection (from its opening or its last answer).
     pub idle_timeout: Duration,
     /// `StreamDeadline`: the most time one stream may take, from its command to its end.
     pub stream_deadline: Duration,
@@ -131,7 +132,8 @@ Limits:
   --max-connections N      connections at once; past it: busy at once (default 4096)
   --read-timeout SECONDS   the longest wait for a stream's next bytes (default 30)
   --command-timeout SECONDS  the longest wait for a command or request head (default 10)
-  --idle-timeout SECONDS   the longest wait for a session's next command (default 30)
+  --idle-timeout SECONDS   the longest wait for a clamd session's next command or an HTTP
+                           connection's next request (default 30)
   --stream-deadline SECONDS  the most time one stream may take (default 3600)
   --grace SECONDS          after SIGTERM, time for streams in flight (default 30)
   --log-json               verdict log lines as JSON
