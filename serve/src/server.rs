@@ -50,6 +50,8 @@ struct Current {
     /// The service's own options, resolved once.
     check: Arc<Check>,
     token: Option<String>,
+    /// HTTP over TLS (with client certificates when asked).
+    tls: Option<Arc<rustls::ServerConfig>>,
     workers: Arc<Semaphore>,
 }
 
@@ -58,11 +60,14 @@ impl Current {
     /// semaphore to keep when the number of workers is the same).
     fn new(settings: Settings, workers: Option<&Arc<Semaphore>>) -> Result<Current, String> {
         let check = Check::new(settings.options.clone(), None)?;
+        let tls = crate::tls::config(&settings)?;
         if let Some(addr) = settings.http {
-            if !addr.ip().is_loopback() && settings.token_file.is_none() {
+            let client_certs = tls.is_some() && settings.tls_client_ca.is_some();
+            if !addr.ip().is_loopback() && settings.token_file.is_none() && !client_certs {
                 return Err(format!(
                     "--http {addr} is not a loopback address: give --token-file FILE so that \
-                     callers need a bearer token"
+                     callers need a bearer token, or --tls-cert, --tls-key and \
+                     --tls-client-ca so that they need a client certificate"
                 ));
             }
         }
@@ -98,6 +103,7 @@ impl Current {
             settings,
             check: Arc::new(check),
             token,
+            tls,
             workers,
         })
     }
@@ -272,6 +278,11 @@ impl Server {
         (m.in_flight.load(Relaxed), m.queued.load(Relaxed))
     }
 
+    /// HTTP connections whose TLS handshake failed.
+    pub fn tls_refused(&self) -> u64 {
+        self.shared.metrics.tls_refused.load(Relaxed)
+    }
+
     /// Connections open.
     pub fn connections(&self) -> usize {
         self.shared.metrics.connections.load(Relaxed)
@@ -294,12 +305,17 @@ impl Server {
             lines.push(format!("clamd on unix:{}", p.display()));
         }
         if let Some(a) = self.http {
+            let tls = match (&now.tls, &now.settings.tls_client_ca) {
+                (None, _) => "",
+                (Some(_), None) => "TLS, ",
+                (Some(_), Some(_)) => "TLS, client certificate required, ",
+            };
             let auth = if now.token.is_some() {
                 "bearer token required"
             } else {
                 "no token"
             };
-            lines.push(format!("http on {a} ({auth})"));
+            lines.push(format!("http on {a} ({tls}{auth})"));
         }
         lines.extend(self.limits_line());
         lines
@@ -485,12 +501,31 @@ async fn accept_tcp(listener: TcpListener, sh: Arc<Shared>, protocol: Protocol) 
         let _ = socket.set_nodelay(true);
         let sh = sh.clone();
         tokio::spawn(async move {
-            let Some(open) = open(&sh) else {
-                return busy_connection(socket, protocol).await;
+            let tls = match protocol {
+                Protocol::Http => sh.now().tls.clone(),
+                Protocol::Clamd => None,
             };
-            match protocol {
-                Protocol::Clamd => clamd_connection(socket, sh).await,
-                Protocol::Http => http_connection(socket, sh).await,
+            let Some(open) = open(&sh) else {
+                if tls.is_none() {
+                    busy_connection(socket, protocol).await;
+                }
+                // Over TLS: closed before the handshake.
+                return;
+            };
+            match (protocol, tls) {
+                (Protocol::Clamd, _) => clamd_connection(socket, sh).await,
+                (Protocol::Http, None) => http_connection(socket, sh).await,
+                (Protocol::Http, Some(config)) => {
+                    let limit = sh.now().settings.limits.command_timeout;
+                    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                    match tokio::time::timeout(limit, acceptor.accept(socket)).await {
+                        Ok(Ok(tls)) => http_connection(tls, sh).await,
+                        // No certificate, one from another CA, not TLS, or too slow: closed.
+                        Ok(Err(_)) | Err(_) => {
+                            sh.metrics.tls_refused.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
             }
             drop(open);
         });
