@@ -30,6 +30,8 @@ pub mod query;
 mod server;
 #[cfg(feature = "server")]
 pub mod settings;
+#[cfg(feature = "server")]
+mod tls;
 
 #[cfg(feature = "server")]
 use std::ffi::OsString;

@@ -34,6 +34,8 @@ pub(crate) struct Metrics {
     pub(crate) busy: AtomicU64,
     /// Clients that went away in the middle of a stream.
     pub(crate) cut_off: AtomicU64,
+    /// TLS handshakes that failed (no client certificate, an unknown one, not TLS, too slow).
+    pub(crate) tls_refused: AtomicU64,
     /// Time to verdict: per bucket, then the count and the sum in microseconds.
     buckets: [AtomicU64; BUCKETS.len()],
     count: AtomicU64,
@@ -111,6 +113,11 @@ impl Metrics {
                 "stcheck_cut_off_total",
                 "Streams whose client went away before their end.",
                 self.cut_off.load(Relaxed),
+            ),
+            (
+                "stcheck_tls_refused_total",
+                "HTTP connections whose TLS handshake failed (no client certificate, an unknown one, not TLS, too slow).",
+                self.tls_refused.load(Relaxed),
             ),
         ];
         for (name, help, v) in counters {

@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,8 @@ struct Current {
     /// The service's own options, resolved once.
     check: Arc<Check>,
     token: Option<String>,
+    /// HTTP over TLS (with client certificates when asked).
+    tls: Option<Arc<rustls::ServerConfig>>,
     workers: Arc<Semaphore>,
 }
 
@@ -58,11 +60,14 @@ impl Current {
     /// semaphore to keep when the number of workers is the same).
     fn new(settings: Settings, workers: Option<&Arc<Semaphore>>) -> Result<Current, String> {
         let check = Check::new(settings.options.clone())?;
+        let tls = crate::tls::config(&settings)?;
         if let Some(addr) = settings.http {
-            if !addr.ip().is_loopback() && settings.token_file.is_none() {
+            let client_certs = tls.is_some() && settings.tls_client_ca.is_some();
+            if !addr.ip().is_loopback() && settings.token_file.is_none() && !client_certs {
                 return Err(format!(
                     "--http {addr} is not a loopback address: give --token-file FILE so that \
-                     callers need a bearer token"
+                     callers need a bearer token, or --tls-cert, --tls-key and \
+                     --tls-client-ca so that they need a client certificate"
                 ));
             }
         }
@@ -98,6 +103,7 @@ impl Current {
             settings,
             check: Arc::new(check),
             token,
+            tls,
             workers,
         })
     }
@@ -272,6 +278,11 @@ impl Server {
         (m.in_flight.load(Relaxed), m.queued.load(Relaxed))
     }
 
+    /// HTTP connections whose TLS handshake failed.
+    pub fn tls_refused(&self) -> u64 {
+        self.shared.metrics.tls_refused.load(Relaxed)
+    }
+
     /// Connections open.
     pub fn connections(&self) -> usize {
         self.shared.metrics.connections.load(Relaxed)
@@ -294,12 +305,17 @@ impl Server {
             lines.push(format!("clamd on unix:{}", p.display()));
         }
         if let Some(a) = self.http {
+            let tls = match (&now.tls, &now.settings.tls_client_ca) {
+                (None, _) => "",
+                (Some(_), None) => "TLS, ",
+                (Some(_), Some(_)) => "TLS, client certificate required, ",
+            };
             let auth = if now.token.is_some() {
                 "bearer token required"
             } else {
                 "no token"
             };
-            lines.push(format!("http on {a} ({auth})"));
+            lines.push(format!("http on {a} ({tls}{auth})"));
         }
         lines.extend(self.limits_line());
         lines
@@ -485,12 +501,31 @@ async fn accept_tcp(listener: TcpListener, sh: Arc<Shared>, protocol: Protocol) 
         let _ = socket.set_nodelay(true);
         let sh = sh.clone();
         tokio::spawn(async move {
-            let Some(open) = open(&sh) else {
-                return busy_connection(socket, protocol).await;
+            let tls = match protocol {
+                Protocol::Http => sh.now().tls.clone(),
+                Protocol::Clamd => None,
             };
-            match protocol {
-                Protocol::Clamd => clamd_connection(socket, sh).await,
-                Protocol::Http => http_connection(socket, sh).await,
+            let Some(open) = open(&sh) else {
+                if tls.is_none() {
+                    busy_connection(socket, protocol).await;
+                }
+                // Over TLS: closed before the handshake.
+                return;
+            };
+            match (protocol, tls) {
+                (Protocol::Clamd, _) => clamd_connection(socket, sh).await,
+                (Protocol::Http, None) => http_connection(socket, sh).await,
+                (Protocol::Http, Some(config)) => {
+                    let limit = sh.now().settings.limits.command_timeout;
+                    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                    match tokio::time::timeout(limit, acceptor.accept(socket)).await {
+                        Ok(Ok(tls)) => http_connection(tls, sh).await,
+                        // No certificate, one from another CA, not TLS, or too slow: closed.
+                        Ok(Err(_)) | Err(_) => {
+                            sh.metrics.tls_refused.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
             }
             drop(open);
         });
@@ -879,27 +914,80 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
     respond(status, "text/plain; charset=utf-8", b)
 }
 
-async fn http_connection(socket: TcpStream, sh: Arc<Shared>) {
+/// A connection's requests being answered: while there is none, its idle timeout runs.
+#[derive(Debug, Default)]
+struct Requests {
+    open: AtomicUsize,
+    /// A request began or ended.
+    changed: tokio::sync::Notify,
+}
+
+/// One request being answered, counted until it is dropped.
+struct Answering(Arc<Requests>);
+
+impl Answering {
+    fn new(r: &Arc<Requests>) -> Answering {
+        r.open.fetch_add(1, Relaxed);
+        r.changed.notify_one();
+        Answering(r.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Relaxed);
+        self.0.changed.notify_one();
+    }
+}
+
+/// An HTTP/1.1 connection (keep-alive): closed when the service stops, or when no request
+/// comes within the idle timeout after the last one (or after it opened).
+async fn http_connection<S>(io: S, sh: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let mut stop = sh.stop.subscribe();
+    let requests = Arc::new(Requests::default());
     let service = {
         let sh = sh.clone();
+        let requests = requests.clone();
         hyper::service::service_fn(move |req| {
             let sh = sh.clone();
-            async move { Ok::<_, Infallible>(route(req, sh).await) }
+            let answering = Answering::new(&requests);
+            async move {
+                let r = route(req, sh).await;
+                drop(answering);
+                Ok::<_, Infallible>(r)
+            }
         })
     };
+    let limits = sh.now().settings.limits.clone();
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(sh.now().settings.limits.command_timeout)
+        .header_read_timeout(limits.command_timeout)
         .max_buf_size(64 << 10)
-        .serve_connection(TokioIo::new(socket), service);
+        .serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stopped(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+    loop {
+        let idle = async {
+            if requests.open.load(Relaxed) == 0 {
+                tokio::time::sleep(limits.idle_timeout).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            // A request began or ended: the idle time starts again.
+            _ = requests.changed.notified() => continue,
+            _ = idle => {}
+            _ = stopped(&mut stop) => {}
         }
+        // Idle, or stopping: no new request; one under way is answered, then it closes
+        // (a client that does not take the answer within the read timeout is dropped).
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(limits.read_timeout.max(limits.grace), conn).await;
+        return;
     }
 }
 

@@ -30,7 +30,8 @@ pub struct Limits {
     /// `CommandReadTimeout`: the longest wait for a whole command (clamd) or request head
     /// (HTTP).
     pub command_timeout: Duration,
-    /// `IdleTimeout`: the longest wait for the next command of a session.
+    /// `IdleTimeout`: the longest wait for the next command of a clamd session, and for the
+    /// next request on an HTTP connection (from its opening or its last answer).
     pub idle_timeout: Duration,
     /// `StreamDeadline`: the most time one stream may take, from its command to its end.
     pub stream_deadline: Duration,
@@ -68,6 +69,13 @@ pub struct Settings {
     pub clamd_allow_remote: bool,
     /// The file holding the HTTP bearer token.
     pub token_file: Option<PathBuf>,
+    /// HTTP over TLS: the service's certificate chain (PEM).
+    pub tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// The CA certificates (PEM) that callers' client certificates must chain to; with it,
+    /// a caller without such a certificate is refused in the handshake.
+    pub tls_client_ca: Option<PathBuf>,
     /// Verdict log lines as JSON.
     pub log_json: bool,
     /// Listen only on the sockets a service manager passed (systemd socket activation); do not
@@ -98,6 +106,9 @@ impl Default for Settings {
             http: None,
             clamd_allow_remote: false,
             token_file: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
             log_json: false,
             listen: false,
             limits: Limits::default(),
@@ -117,7 +128,10 @@ Where it listens (loopback by default):
   --clamd ADDR             clamd protocol on TCP (default 127.0.0.1:3310; \"off\": none)
   --clamd-socket PATH      clamd protocol on a Unix socket (its file permissions decide)
   --http ADDR              HTTP API: POST /v1/check, /healthz, /readyz, /metrics, /v1/rules/RULE
-  --token-file FILE        HTTP bearer token (needed to bind HTTP off loopback)
+  --token-file FILE        HTTP bearer token (to bind HTTP off loopback: this or a client CA)
+  --tls-cert FILE          HTTP over TLS: the service's certificate chain (PEM)
+  --tls-key FILE           its private key (PEM)
+  --tls-client-ca FILE     callers must present a client certificate from these CAs (PEM)
   --clamd-allow-remote     allow a clamd address off loopback (clamd has no authentication)
   --listen                 only the sockets systemd passes (LISTEN_FDS, named clamd or http
                            by LISTEN_FDNAMES); without it, passed sockets are used if any
@@ -131,7 +145,8 @@ Limits:
   --max-connections N      connections at once; past it: busy at once (default 4096)
   --read-timeout SECONDS   the longest wait for a stream's next bytes (default 30)
   --command-timeout SECONDS  the longest wait for a command or request head (default 10)
-  --idle-timeout SECONDS   the longest wait for a session's next command (default 30)
+  --idle-timeout SECONDS   the longest wait for a clamd session's next command or an HTTP
+                           connection's next request (default 30)
   --stream-deadline SECONDS  the most time one stream may take (default 3600)
   --grace SECONDS          after SIGTERM, time for streams in flight (default 30)
   --log-json               verdict log lines as JSON
@@ -317,6 +332,9 @@ impl Settings {
             "clamd-socket" => self.clamd_socket = Some(PathBuf::from(text)),
             "http" => self.http = addr(text)?,
             "token-file" => self.token_file = Some(PathBuf::from(text)),
+            "tls-cert" => self.tls_cert = Some(PathBuf::from(text)),
+            "tls-key" => self.tls_key = Some(PathBuf::from(text)),
+            "tls-client-ca" => self.tls_client_ca = Some(PathBuf::from(text)),
             "clamd-allow-remote" => self.clamd_allow_remote = flag()?,
             "log-json" => self.log_json = flag()?,
             "listen" => self.listen = flag()?,
@@ -346,6 +364,9 @@ const OWN: &[(&str, bool)] = &[
     ("clamd-socket", true),
     ("http", true),
     ("token-file", true),
+    ("tls-cert", true),
+    ("tls-key", true),
+    ("tls-client-ca", true),
     ("config", true),
     ("max-stream", true),
     ("workers", true),

@@ -661,34 +661,86 @@ pub fn zeros_file(elements: u64) -> Vec<u8> {
     .expect("serialize")
 }
 
+/// A certificate authority made at test time, issuing certificates.
+pub struct Ca {
+    pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+/// A certificate an authority issued and its key.
+#[derive(Debug)]
+pub struct Leaf {
+    /// The certificate, PEM.
+    pub cert_pem: String,
+    /// Its private key (PKCS #8), PEM.
+    pub key_pem: String,
+    /// The certificate, DER.
+    pub cert: rustls::pki_types::CertificateDer<'static>,
+    /// The key, DER.
+    pub key: rustls::pki_types::PrivateKeyDer<'static>,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca")
+            .field("pem", &self.pem)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ca {
+    /// A new authority named `name`.
+    pub fn new(name: &str) -> Ca {
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("CA cert");
+        Ca {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// Its certificate, PEM.
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses), good for a server and a client.
+    pub fn issue(&self, names: &[&str]) -> Leaf {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("params");
+        params.extended_key_usages = vec![
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let cert = params.signed_by(&key, &self.issuer).expect("cert");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            cert: rustls::pki_types::CertificateDer::from(cert.der().to_vec()),
+            key: rustls::pki_types::PrivateKeyDer::Pkcs8(
+                rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+            ),
+        }
+    }
+}
+
 /// A CA (its PEM) and a rustls server configuration with a certificate it signed.
 pub fn pki() -> (String, Arc<rustls::ServerConfig>) {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "stcheck test CA");
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA cert");
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-
-    let key = rcgen::KeyPair::generate().expect("server key");
-    let params =
-        rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("server params");
-    let cert = params.signed_by(&key, &issuer).expect("server cert");
-
+    let ca = Ca::new("stcheck test CA");
+    let leaf = ca.issue(&["localhost", "127.0.0.1"]);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("protocols")
         .with_no_client_auth()
-        .with_single_cert(
-            vec![rustls::pki_types::CertificateDer::from(cert.der().to_vec())],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
-                key.serialize_der(),
-            )),
-        )
+        .with_single_cert(vec![leaf.cert], leaf.key)
         .expect("server config");
-    (ca_cert.pem(), Arc::new(config))
+    (ca.pem, Arc::new(config))
 }

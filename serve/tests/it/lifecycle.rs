@@ -94,9 +94,18 @@ fn a_reload_reads_the_file_again_and_keeps_the_old_settings_when_the_new_are_bad
         assert!(command(clamd, b"zSTATS\0").contains("LIMIT: StreamMaxLength 1048576\n"));
         assert_eq!(http(web, "GET", "/metrics", "", b"").status, 401, "{bad}");
     }
+    // A check option applies to the next stream.
+    std::fs::write(&config, "max-stream = \"1M\"\nmax-header-size = 16\n").expect("config");
+    run.server.reload().expect("reloaded");
+    let bounded = instream(clamd, &model, 64);
+    assert!(
+        bounded.starts_with("stream: SAFETENSORS.FRAME-HEADER-"),
+        "{bounded}"
+    );
     std::fs::remove_file(&config).expect("rm");
     assert!(run.server.reload().is_err(), "the file is gone");
-    assert_eq!(instream(clamd, &model, 64), "stream: OK");
+    let still = instream(clamd, &model, 64);
+    assert_eq!(still, bounded, "the settings in force are kept");
     run.stop();
     let _ = std::fs::remove_file(&token);
 }

@@ -6,4 +6,5 @@ mod faults;
 mod lifecycle;
 mod protocols;
 mod support;
+mod tls;
 mod verdicts;

@@ -144,6 +144,41 @@ fn http_endpoints() {
 }
 
 #[test]
+fn an_idle_http_connection_is_closed_after_the_idle_timeout() {
+    use std::io::Read;
+    let run = support::start_with(|s| {
+        s.limits.idle_timeout = std::time::Duration::from_millis(200);
+        // Longer than the hang guard: only the idle timeout can close these.
+        s.limits.command_timeout = std::time::Duration::from_secs(1000);
+    });
+    let a = run.http();
+    // Kept alive after one request, then nothing more.
+    let mut s = connect(a);
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: t\r\n\r\n")
+        .expect("send");
+    let mut got = Vec::new();
+    // The whole response (`ok` and a newline), then the end of the connection.
+    let ended = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(ended.is_ok(), "not closed: {ended:?} after {text:?}");
+    assert!(
+        text.starts_with("HTTP/1.1 200") && text.ends_with("\r\n\r\nok\n"),
+        "{text}"
+    );
+    // A connection that never sends a request.
+    let mut s = connect(a);
+    let mut got = Vec::new();
+    assert!(s.read_to_end(&mut got).is_ok() && got.is_empty(), "{got:?}");
+    run.until("no connection open", |s| s.connections() == 0);
+    // The limit is shown with the others.
+    let m = http(a, "GET", "/metrics", "", b"").text();
+    assert!(
+        m.contains("stcheck_limit{limit=\"IdleTimeout\"} 0.2"),
+        "{m}"
+    );
+}
+
+#[test]
 fn expected_sha256() {
     let run = support::start(support::settings());
     let bytes = model();
