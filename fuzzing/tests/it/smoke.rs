@@ -580,3 +580,23 @@ fn corpus_archive_target_on_built_archives() {
         fuzzing::check_corpus_archive(&input);
     }
 }
+
+#[test]
+fn writer_target_on_specs_that_it_accepts_and_refuses() {
+    let inputs: &[&[u8]] = &[
+        b"w\0\x07\x02\x02\x03\0\x01format=pt",
+        b"w\0\x07\x01\x02\xfe",
+        b"__metadata__\0\x00",
+        b"a\0\x00\0a\0\x00",
+        b"\x01total_parameters=7\0b\0\x03\x01\x05",
+        b"big\0\x02\x02\xff\xff",
+    ];
+    for input in inputs {
+        fuzzing::check_writer(input);
+    }
+    let mut rng = Rng::new(0x5eed_0301);
+    for _ in 0..ITERATIONS {
+        let len = rng.below(48) as usize;
+        fuzzing::check_writer(&rng.bytes(len));
+    }
+}
