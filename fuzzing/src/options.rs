@@ -297,6 +297,7 @@ pub fn check_portable(file: &[u8]) {
 /// reference profile follows that verdict, and a strict rejection of a file the reference
 /// loads names its documented divergence.
 pub fn check_reference_profile(file: &[u8]) {
+    quiet_reference_panics();
     let len = file.len() as u64;
     let config = Config::default().reference(true);
     let whole = Checker::check_slice(&config, file);
@@ -340,6 +341,25 @@ pub fn check_reference_profile(file: &[u8]) {
             "FUZZ FINDING: a reference verdict asked for, not computed, and no error"
         );
     }
+}
+
+/// Keep the process's panic hook from hearing of panics inside the reference crate, which
+/// [`stcheck::reference`] catches (a `Verdict::Panic`, e.g. its unchecked length addition under
+/// overflow checks): libFuzzer's hook aborts the process on any panic, caught or not. Every
+/// other panic still reaches the hook that was there. Installed once.
+fn quiet_reference_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_reference = info
+                .location()
+                .is_some_and(|l| l.file().contains("/safetensors-"));
+            if !in_reference {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// The one scratch file of this process, unlinked as soon as it is made.
