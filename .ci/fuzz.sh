@@ -57,6 +57,8 @@ dict_of() {
         address | hub_listing | content_range | glob | serve_query) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
         serve_clamd) echo "-dict=$PWD/fuzz/dict/clamd.dict" ;;
         reader_table) echo "-dict=$PWD/fuzz/dict/readers.dict" ;;
+        protocol_reply) echo "-dict=$PWD/fuzz/dict/protocol.dict" ;;
+        corpus_archive) echo "-dict=$PWD/fuzz/dict/archive.dict" ;;
     esac
 }
 

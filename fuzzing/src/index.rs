@@ -187,6 +187,24 @@ impl IndexCase {
                 "FUZZ FINDING: index finding beyond the index: {f}"
             );
         }
+        // The portable profile on the same set: the strict findings stay, a portable answer
+        // comes exactly with a valid set, and the set is portable only if it is valid.
+        let table = stcheck::portable::ReaderTable::builtin().expect("the built-in table");
+        let portable_config =
+            Config::default().portable(Some(stcheck::portable::Options::all(table)));
+        if let Ok(p) = check_index(&index, &source, &portable_config) {
+            assert_eq!(
+                (p.errors().to_vec(), p.is_valid()),
+                (report.errors().to_vec(), report.is_valid()),
+                "FUZZ FINDING: the portable profile changed the strict findings"
+            );
+            assert!(!p.is_valid_under(stcheck::Profile::Portable) || report.is_valid());
+            if let Some(answer) = p.portable() {
+                for f in answer.findings() {
+                    assert!(f.rule().is_portable(), "FUZZ FINDING: {:?}", f.rule());
+                }
+            }
+        }
         let rules: Vec<Rule> = report.errors().iter().map(|f| f.rule()).collect();
         let warned: Vec<Rule> = report.warnings().iter().map(|f| f.rule()).collect();
         match self.change {

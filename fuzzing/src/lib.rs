@@ -30,6 +30,7 @@ use stcheck::reference::{self, RefTensor, Verdict};
 use stcheck::write::{self, TensorSpec};
 use stcheck::{Config, Dtype, Error, Report, Rule};
 
+mod conformance;
 mod differential;
 mod generate;
 mod glob;
@@ -44,6 +45,7 @@ mod source;
 mod stream;
 mod validate;
 
+pub use conformance::*;
 pub use differential::*;
 pub use generate::*;
 pub use glob::*;

@@ -105,6 +105,9 @@ pub fn check_deep_scan(file: &[u8]) {
             "FUZZ FINDING: non-finite counts: {deep:?}"
         );
     }
+    if let (Ok(report), Some(hash)) = (&single.verdict, &single.sha256) {
+        check_integrity(report, hash);
+    }
     let nonfinite = single
         .deep
         .as_ref()
@@ -147,6 +150,40 @@ pub fn check_deep_scan(file: &[u8]) {
             outcome(&capped.verdict).is_accept(),
             single.verdict.is_ok(),
             "FUZZ FINDING: the warning cap changed the verdict"
+        );
+    }
+}
+
+/// `INTEGRITY-SHA256` with the file's metadata values as the published ids (what a server
+/// says is text from elsewhere): the file's own hash confirms it; any other id is a finding
+/// that names the hash and quotes no control character.
+fn check_integrity(report: &Report<'_>, hash: &[u8; 32]) {
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(Error::sha256_published(hash, &[("the test", &hex.to_ascii_uppercase())]).is_none());
+    let said: Vec<(String, String)> = report
+        .metadata()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let published: Vec<(&str, &str)> = said.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let confirmed = !published.is_empty()
+        && published
+            .iter()
+            .all(|(_, id)| id.eq_ignore_ascii_case(&hex));
+    match Error::sha256_published(hash, &published) {
+        None => assert!(
+            confirmed || published.is_empty(),
+            "FUZZ FINDING: ids {published:?} taken for {hex}"
+        ),
+        Some(e) => {
+            assert!(!confirmed, "FUZZ FINDING: the file's own hash refused: {e}");
+            assert!(e.message().contains(&hex) && e.rule() == Rule::IntegritySha256);
+        }
+    }
+    for (_, id) in &published {
+        let e = Error::sha256_mismatch(id, hash);
+        assert!(
+            !e.message().chars().any(char::is_control),
+            "FUZZ FINDING: a published id put a control character in {e}"
         );
     }
 }
@@ -260,6 +297,7 @@ pub fn check_portable(file: &[u8]) {
 /// reference profile follows that verdict, and a strict rejection of a file the reference
 /// loads names its documented divergence.
 pub fn check_reference_profile(file: &[u8]) {
+    quiet_reference_panics();
     let len = file.len() as u64;
     let config = Config::default().reference(true);
     let whole = Checker::check_slice(&config, file);
@@ -303,6 +341,25 @@ pub fn check_reference_profile(file: &[u8]) {
             "FUZZ FINDING: a reference verdict asked for, not computed, and no error"
         );
     }
+}
+
+/// Keep the process's panic hook from hearing of panics inside the reference crate, which
+/// [`stcheck::reference`] catches (a `Verdict::Panic`, e.g. its unchecked length addition under
+/// overflow checks): libFuzzer's hook aborts the process on any panic, caught or not. Every
+/// other panic still reaches the hook that was there. Installed once.
+fn quiet_reference_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_reference = info
+                .location()
+                .is_some_and(|l| l.file().contains("/safetensors-"));
+            if !in_reference {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// The one scratch file of this process, unlinked as soon as it is made.
@@ -472,4 +529,77 @@ fn reader_table_probe() -> &'static [u8] {
         )
         .expect("the probe serializes")
     })
+}
+
+/// The `writer` target: tensors and metadata read from the input (tokens split at 0x00: a
+/// token starting with 0x01 is a metadata `key=value`; any other token is a tensor's name,
+/// followed by a token of dtype byte, rank, one byte per dimension (0xFF: 2^40) and a data
+/// length adjustment), written by [`write::serialize`]. The writer refuses what would not be
+/// strictly valid: what it writes validates with no warning and reads back the same tensors,
+/// data and metadata, and `serialize_to` writes the same bytes; a refusal has a message.
+pub fn check_writer(data: &[u8]) {
+    let mut model = Model {
+        tensors: Vec::new(),
+        metadata: Vec::new(),
+    };
+    let mut tokens = data.split(|&b| b == 0);
+    while let Some(token) = tokens.next() {
+        if let Some(kv) = token.strip_prefix(&[1]) {
+            let kv = String::from_utf8_lossy(kv);
+            let (k, v) = kv.split_once('=').unwrap_or((&kv, ""));
+            model.metadata.push((k.to_owned(), v.to_owned()));
+            continue;
+        }
+        let name = String::from_utf8_lossy(token).into_owned();
+        let spec = tokens.next().unwrap_or_default();
+        let dtype = Dtype::ALL[usize::from(spec.first().copied().unwrap_or(0)) % Dtype::ALL.len()];
+        let rank = usize::from(spec.get(1).copied().unwrap_or(0) % 5);
+        let shape: Vec<u64> = (0..rank)
+            .map(|i| match spec.get(2 + i).copied().unwrap_or(1) {
+                0xFF => 1 << 40,
+                d => u64::from(d % 16),
+            })
+            .collect();
+        let bytes = stcheck::internal::byte_length(dtype, &shape).unwrap_or(0);
+        let adjust = spec.get(2 + rank).copied().unwrap_or(0);
+        let len = match adjust {
+            0xFE => bytes.saturating_add(1),
+            0xFD => bytes.saturating_sub(1),
+            _ => bytes,
+        }
+        .min(1 << 16);
+        let fill = spec.get(3 + rank).copied().unwrap_or(0);
+        model.tensors.push(GenTensor {
+            name,
+            dtype,
+            shape,
+            data: vec![fill; len as usize],
+        });
+    }
+    let specs: Vec<TensorSpec<'_>> = model
+        .tensors
+        .iter()
+        .map(|t| TensorSpec::new(&t.name, t.dtype, &t.shape, &t.data))
+        .collect();
+    let meta: Vec<(&str, &str)> = model
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    match write::serialize(&specs, &meta) {
+        Ok(file) => {
+            model.assert_reads_back(&file, "writer");
+            let mut again = Vec::new();
+            write::serialize_to(&mut again, &specs, &meta).expect("a Vec takes the bytes");
+            assert_eq!(again, file, "FUZZ FINDING: serialize_to wrote other bytes");
+        }
+        Err(e) => {
+            assert!(
+                !e.to_string().is_empty(),
+                "FUZZ FINDING: a refusal without a message"
+            );
+            let mut sink = Vec::new();
+            assert!(write::serialize_to(&mut sink, &specs, &meta).is_err());
+        }
+    }
 }

@@ -528,3 +528,75 @@ fn reader_table_target_on_the_builtin_table_and_its_mutations() {
         fuzzing::check_reader_table(&t[..at]);
     }
 }
+
+#[test]
+fn protocol_reply_target_on_replies_and_outputs() {
+    let lines: &[&[u8]] = &[
+        b"7\xff{\"id\":\"7\",\"status\":\"accept\",\"tensors\":[{\"name\":\"w\",\"dtype\":\"F32\",\"shape\":[\"2\"]}]}",
+        b"7\xff{\"id\":\"7\",\"status\":\"reject\",\"rule\":\"LAYOUT-GAP\",\"message\":\"a\\nb\\u001b[31m\"}",
+        b"7\xff{\"id\":\"8\",\"status\":\"crash\"}",
+        b"7\xff{\"id\":\"7\",\"status\":\"lost\"}",
+        b"{\"tensors\":null}",
+        b"{\"tensors\":[{\"name\":\"x\\ud800\",\"dtype\":\"U8\",\"shape\":[1e21],\"values\":[\"nan\"]}],\"metadata\":null,\"warnings\":[\"W\"]}",
+        b"\xff\xfe not utf-8\n\x1b[2J",
+    ];
+    for line in lines {
+        fuzzing::check_protocol_reply(line);
+    }
+    let mut rng = Rng::new(0x5eed_0201);
+    for _ in 0..ITERATIONS {
+        let mut line = lines[rng.below(lines.len() as u64) as usize].to_vec();
+        let at = rng.below(line.len() as u64) as usize;
+        line[at] = rng.byte();
+        fuzzing::check_protocol_reply(&line);
+    }
+}
+
+#[test]
+fn corpus_archive_target_on_built_archives() {
+    let inputs: &[&[u8]] = &[
+        // A consistent release with a file, a link inside and a directory.
+        b"\x02Fvalid/a.safetensors\0abc\0Lvalid/b.safetensors\0a.safetensors\0Dvalid\0\0",
+        // A link out, a hard link, a FIFO, a path of its own root, a size that lies.
+        b"\x02Lx\0../../etc\0",
+        b"\x02Hx\0c/manifest.json\0",
+        b"\x02Px\0\0",
+        b"\x02fd/x\0y\0",
+        b"\x02Bx\0\x27\0",
+        // The climb through a link of the regression test.
+        b"\x02F0/keep\0k\0La/b/c/d/e\0../../../../0\0La/b/c/d/e/t\0../../../../out\0Fa/b/c/d/e/t/evil\0e\0",
+        // No description; raw bytes.
+        b"\x01Fx\0y\0",
+        b"\x00\x1f\x8b\x08\x00\x00\x00\x00\x00",
+    ];
+    for input in inputs {
+        fuzzing::check_corpus_archive(input);
+    }
+    let mut rng = Rng::new(0x5eed_0202);
+    for _ in 0..200 {
+        let mut input = inputs[rng.below(inputs.len() as u64) as usize].to_vec();
+        let at = 1 + rng.below(input.len() as u64 - 1) as usize;
+        input[at] = rng.byte();
+        fuzzing::check_corpus_archive(&input);
+    }
+}
+
+#[test]
+fn writer_target_on_specs_that_it_accepts_and_refuses() {
+    let inputs: &[&[u8]] = &[
+        b"w\0\x07\x02\x02\x03\0\x01format=pt",
+        b"w\0\x07\x01\x02\xfe",
+        b"__metadata__\0\x00",
+        b"a\0\x00\0a\0\x00",
+        b"\x01total_parameters=7\0b\0\x03\x01\x05",
+        b"big\0\x02\x02\xff\xff",
+    ];
+    for input in inputs {
+        fuzzing::check_writer(input);
+    }
+    let mut rng = Rng::new(0x5eed_0301);
+    for _ in 0..ITERATIONS {
+        let len = rng.below(48) as usize;
+        fuzzing::check_writer(&rng.bytes(len));
+    }
+}
