@@ -307,6 +307,18 @@ pub const HONEST_ALTERNATES: &[(&str, &[&str], &str)] = &[
         &["JSON-SYNTAX"],
         "an empty header is not JSON",
     ),
+    (
+        "DTYPE-TYPE",
+        &["DTYPE-UNKNOWN"],
+        "a dtype that is not a string is not one of the format's names either: a reader that \
+         checks membership in the list of names finds that first",
+    ),
+    (
+        "LAYOUT-ORDER",
+        &["SIZE-MISMATCH"],
+        "end before begin is a negative span, which differs from every tensor's size: a reader \
+         that compares the span with shape x dtype before ordering the offsets finds that first",
+    ),
 ];
 
 /// The rules a correct reader may name when it rejects a rejected case's file: its first rule,

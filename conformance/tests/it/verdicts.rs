@@ -214,6 +214,15 @@ fn a_reader_naming_an_honest_alternate_rule_passes() {
         ("invalid/layout/zero-size-past-end", "DATA-TRUNCATED"),
         ("malformed/utf8/header-utf-16be-bom", "JSON-SYNTAX"),
         ("malformed/utf8/header-utf-32le-bom", "JSON-BOM"),
+        ("invalid/layout/zero-size-at-max-u64", "DATA-TRUNCATED"),
+        ("invalid/schema/shape-element-string", "SCHEMA-INTEGER"),
+        ("invalid/schema/number-fraction", "SCHEMA-SHAPE"),
+        (
+            "invalid/schema/number-exponent-in-offsets",
+            "SCHEMA-OFFSETS",
+        ),
+        ("invalid/schema/number-2pow64", "SIZE-MISMATCH"),
+        ("invalid/schema/number-2pow64-in-offsets", "SIZE-MISMATCH"),
     ];
     for c in manifest["cases"].as_array().expect("cases") {
         let first = c["rules"][0].as_str().unwrap_or_default();
