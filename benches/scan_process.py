@@ -14,7 +14,7 @@ wall time and its ratio to the first command of its group. With --baseline BIN a
 stcheck runs the same stcheck commands beside it. The machine is shared: the cache growth of a
 run also counts what other processes read meanwhile (several rounds show it).
 
-Usage: python3 benches/scan_process.py [--rounds N] [--bin BIN] [--baseline BIN]
+Usage: python3 benches/scan_process.py [--rounds N] [--groups warm,sha256,cold] [--bin BIN] [--baseline BIN]
 Builds the release binary unless --bin is given; the file goes to target/scan-process/.
 """
 
@@ -92,6 +92,7 @@ def run(cmd: list[str]) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description="1 GiB deep scan, warm and cold, whole process")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--groups", default="warm,sha256,cold", help="comma-separated groups to run (default: all three)")
     stcheck_bin.add_args(ap, "an older stcheck binary, run beside it")
     a = ap.parse_args()
     st = stcheck_bin.stcheck(a)
@@ -116,7 +117,9 @@ def main() -> None:
     print(f"{a.rounds} rounds; median wall s (ratio to the group's first); page cache growth MiB (median)")
     print("| group | command | wall s | ratio | cache growth MiB |")
     print("|---|---|---|---|---|")
-    for group, cmds, cold in (("warm", warm_cmds, False), ("warm sha256", sha_cmds, False), ("cold", cold_cmds, True)):
+    wanted = a.groups.split(",")
+    groups = (("warm", warm_cmds, False), ("warm sha256", sha_cmds, False), ("cold", cold_cmds, True))
+    for group, cmds, cold in (g for g in groups if g[0].split()[-1] in wanted):
         times: dict[str, list[float]] = {n: [] for n, _ in cmds}
         grows: dict[str, list[int]] = {n: [] for n, _ in cmds}
         for _ in range(a.rounds):
