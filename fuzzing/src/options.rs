@@ -180,11 +180,12 @@ fn check_integrity(report: &Report<'_>, hash: &[u8; 32]) {
         }
     }
     for (_, id) in &published {
-        let e = Error::sha256_mismatch(id, hash);
-        assert!(
-            !e.message().chars().any(char::is_control),
-            "FUZZ FINDING: a published id put a control character in {e}"
-        );
+        if let Some(e) = Error::sha256_published(hash, &[("a server", id)]) {
+            assert!(
+                !e.message().chars().any(char::is_control),
+                "FUZZ FINDING: a published id put a control character in {e}"
+            );
+        }
     }
 }
 
