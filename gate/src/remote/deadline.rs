@@ -19,6 +19,9 @@ impl Deadline {
     pub(super) const FILE: &'static str = "one file";
     /// What a set's deadline is for.
     pub(super) const SET: &'static str = "the whole set (the index and all its shards)";
+    /// What a repository's deadline is for.
+    pub(super) const REPOSITORY: &'static str =
+        "the whole repository (its listing, its indexes and every file and set in it)";
 
     /// `allowed` from now (`None`: no deadline), for `what`.
     pub(super) fn after(allowed: Option<Duration>, what: &'static str) -> Self {
@@ -26,6 +29,16 @@ impl Deadline {
             at: allowed.and_then(|d| Instant::now().checked_add(d)),
             allowed: allowed.unwrap_or(Duration::MAX),
             what,
+        }
+    }
+
+    /// This deadline, or `outer` (a repository's, which every check of its files shares) if
+    /// that one passes first.
+    pub(super) fn within(self, outer: Option<Deadline>) -> Deadline {
+        match (outer, self.at) {
+            (Some(o), Some(at)) if o.at.is_some_and(|o| o < at) => o,
+            (Some(o), None) if o.at.is_some() => o,
+            _ => self,
         }
     }
 

@@ -82,7 +82,17 @@ impl Urls {
             let name = OsStr::new(p.rsplit('/').next().unwrap_or(p));
             checkpoint_kind(name).is_some() || other_format(name).is_some()
         };
-        let listing = match client.list_repository(address, &keep) {
+        // One deadline for the whole repository: its listing, the indexes fetched for their
+        // shards' names, and every check of its files and sets (`Known::deadline`).
+        let depth = match run_config.reads_data() {
+            true => super::Depth::Deep {
+                sha256: run_config.sha256,
+            },
+            false => super::Depth::Header,
+        };
+        let deadline =
+            super::Deadline::after(depth.timeout(client.options()), super::Deadline::REPOSITORY);
+        let listing = match client.list_repository_within(address, &keep, Some(deadline)) {
             Ok(l) => l,
             Err(e) => {
                 let message = format!("could not list the repository's files: {}", e.message);
@@ -97,6 +107,7 @@ impl Urls {
         for f in &files {
             let (dir, name) = base(&f.path);
             let known = dirs.entry(dir).or_default();
+            known.deadline = Some(deadline);
             if checkpoint_kind(OsStr::new(&name)) == Some(Checkpoint::Safetensors) {
                 known.listed.get_or_insert_with(Vec::new).push(name.clone());
             }
@@ -117,7 +128,7 @@ impl Urls {
             }
             let Some(addr) = at(f) else { continue };
             // An index that cannot be read here is reported by its own check.
-            if let Ok(fetched) = client.fetch_index(&addr, run_config) {
+            if let Ok(fetched) = client.fetch_index_within(&addr, run_config, Some(deadline)) {
                 index::visit_shard_names(&fetched.bytes, run_config, &mut |shard| {
                     named.insert(if dir.is_empty() {
                         shard.to_owned()
