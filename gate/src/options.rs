@@ -597,11 +597,13 @@ pub const OPTIONS: &[Spec] = &[
         key: "timeout",
         names: ["--timeout", "timeout=", "timeout", "timeout"],
         default: "120 s, or 3600 s when the data is read",
-        doc: "The most time one URL may take, everything included.",
+        doc: "The most time one URL may take, everything included (a repository: all of it).",
         help: "the most time one URL may take, everything included\n\
                (redirects, retries, the data with --deep, and for an\n\
-               index all its shards, fetched 4 at a time); past it the\n\
-               URL is not checked (exit 2) and the run goes on. Default:\n\
+               index all its shards, fetched 4 at a time; for a whole\n\
+               repository hf://ORG/REPO, its listing and every file and\n\
+               set in it together); past it the URL is not checked\n\
+               (exit 2) and the run goes on. Default:\n\
                120, or 3600 when the data is read (--deep, --sha256,\n\
                --deny-nonfinite). A body slower than 1 KiB per 30 s is\n\
                dropped sooner",

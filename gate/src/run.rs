@@ -28,7 +28,7 @@ pub struct Gate {
     urls: crate::remote::plan::Urls,
     /// The one deadline of all the run's URLs, if [`Gate::one_deadline`] set one.
     #[cfg(feature = "remote")]
-    until: Option<std::time::Instant>,
+    until: Option<crate::remote::Deadline>,
 }
 
 impl Gate {

@@ -147,6 +147,14 @@ impl Hub {
         let slow: Arc<(AtomicUsize, AtomicUsize, AtomicUsize)> = Arc::default();
         let seen = Arc::clone(&slow);
         let hub = Server::start(move |req| {
+            if req.path().starts_with("/org/drip/resolve/") {
+                // An index that never ends: 64 bytes of white space every 50 ms (faster than
+                // the minimum speed, so only a deadline ends it), for hours.
+                return Reply::new(200)
+                    .header("X-Repo-Commit", commit_id(0xd1))
+                    .body(vec![b' '; 1 << 30])
+                    .drip(64, std::time::Duration::from_millis(50));
+            }
             if req.path().starts_with("/org/slow/resolve/") {
                 let now = seen.0.fetch_add(1, Ordering::SeqCst) + 1;
                 seen.1.fetch_max(now, Ordering::SeqCst);
@@ -1084,6 +1092,43 @@ fn every_hub_error_code_says_what_to_do() {
     }
     let out = hub.run(&["hf://org/gated"], Some(TOKEN));
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn a_repository_has_one_deadline_for_its_listing_indexes_and_files() {
+    let (mut repos, _) = model_repo();
+    // 20 indexes whose bodies drip without end: each used to have its own deadline, in the
+    // plan and again in its check (20 x 2 x --timeout; 19 requested in the 54 s the test
+    // waited before this fix, at --timeout 2).
+    let files: Vec<File> = (0..20)
+        .map(|i| file(&format!("m{i:02}.safetensors.index.json"), b"{}".to_vec()))
+        .collect();
+    repos.insert("org/drip".into(), one_commit(&commit_id(0xd1), files));
+    let hub = Hub::start(repos);
+    hub.hub.clear_log();
+    // 10 s: time enough to list the repository on a loaded machine (a hang guard, not a
+    // measure: only the deadline ends a dripping index).
+    let out = hub.run(&["--json", "--timeout", "10", "hf://org/drip"], None);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let v = lines(&out.stdout);
+    let indexes = records(&v, "index");
+    assert_eq!(indexes.len(), 20, "{}", out.stdout);
+    for r in &indexes {
+        assert_eq!(r["status"], "io_error", "{r}");
+        assert_eq!(r["read_error"], "timeout", "{r}");
+    }
+    // The one deadline passed while the plan read the first index (or, on a machine slow
+    // enough, before it asked for it): nothing else was asked for (no other index, no
+    // check's request).
+    let resolves = hub
+        .hub
+        .requests()
+        .iter()
+        .filter(|r| r.path().contains("/resolve/"))
+        .count();
+    assert!(resolves <= 1, "{resolves}: {:?}", hub.hub.requests());
+    let message = indexes[0]["io_error"].as_str().unwrap_or_default();
+    assert!(message.contains("the whole repository"), "{}", indexes[0]);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use super::{ErrorKind, RemoteError};
 /// When a job must be over, and what the time was allowed for (for messages). One deadline
 /// covers everything a job fetches: a file with its data, or an index with all its shards.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Deadline {
+pub(crate) struct Deadline {
     at: Option<Instant>,
     allowed: Duration,
     what: &'static str,
@@ -22,6 +22,9 @@ impl Deadline {
     /// What a run's one deadline is for ([`crate::Gate::one_deadline`]).
     pub(super) const RUN: &'static str =
         "all the addresses of this call (one deadline for them all)";
+    /// What a repository's deadline is for.
+    pub(super) const REPOSITORY: &'static str =
+        "the whole repository (its listing, its indexes and every file and set in it)";
 
     /// `allowed` from now (`None`: no deadline), for `what`.
     pub(super) fn after(allowed: Option<Duration>, what: &'static str) -> Self {
@@ -32,15 +35,12 @@ impl Deadline {
         }
     }
 
-    /// This deadline, or `until` where that comes first: then what the time was allowed for is
-    /// the run's ([`Deadline::RUN`]), and the time allowed what was left of it.
-    pub(super) fn not_after(self, until: Option<Instant>) -> Self {
-        match until {
-            Some(u) if self.at.is_none_or(|at| u < at) => Deadline {
-                at: Some(u),
-                allowed: u.saturating_duration_since(Instant::now()),
-                what: Self::RUN,
-            },
+    /// This deadline, or `outer` if that one passes first: a repository's, which every check
+    /// of its files shares, or a run's ([`Deadline::RUN`]), which all its addresses share.
+    pub(super) fn within(self, outer: Option<Deadline>) -> Deadline {
+        match (outer, self.at) {
+            (Some(o), Some(at)) if o.at.is_some_and(|o| o < at) => o,
+            (Some(o), None) if o.at.is_some() => o,
             _ => self,
         }
     }

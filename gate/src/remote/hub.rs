@@ -173,6 +173,16 @@ impl Remote {
         address: &str,
         keep: &dyn Fn(&str) -> bool,
     ) -> Result<Listing, RemoteError> {
+        self.list_repository_within(address, keep, None)
+    }
+
+    /// [`Remote::list_repository`], ending by `outer` too (the repository's deadline).
+    pub(super) fn list_repository_within(
+        &self,
+        address: &str,
+        keep: &dyn Fn(&str) -> bool,
+        outer: Option<Deadline>,
+    ) -> Result<Listing, RemoteError> {
         let bad = |e: String| RemoteError::new(ErrorKind::Address, e);
         let hf = HfAddress::parse(address).map_err(bad)?;
         if !hf.is_repository() {
@@ -182,7 +192,8 @@ impl Remote {
         let revision_url = hf
             .api_url(&self.hf_endpoint, "revision", hf.revision())
             .map_err(bad)?;
-        let deadline = Deadline::after(Some(self.options.total_timeout), "listing a repository");
+        let deadline =
+            Deadline::after(Some(self.options.total_timeout), "listing a repository").within(outer);
         let mut session = Session::new(self, &revision_url, deadline).home_only();
         let result = list(&mut session, &hf, &self.hf_endpoint, &revision_url, keep);
         result

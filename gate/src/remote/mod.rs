@@ -31,7 +31,11 @@
 //! [`RemoteOptions::total_timeout`] (120 s) at the header level,
 //! [`RemoteOptions::stream_timeout`] (1 hour) for a deep check, which reads the data. For an
 //! index, the index and all its shards share it: a set of a thousand slow shards cannot take
-//! a thousand times as long. A deadline passed is an [`ErrorKind::Timeout`] error ("could
+//! a thousand times as long. A whole repository on the hub (`hf://org/repo`, listed by the
+//! run's plan) has one deadline too, the same timeout counted from its listing: the listing,
+//! the indexes fetched for their shards' names and every check of its files and sets end by
+//! it (each address's own deadline still holds within it). A deadline passed is an
+//! [`ErrorKind::Timeout`] error ("could
 //! not check"), never a verdict; so is a body slower than the minimum speed, which ends a
 //! stalled transfer long before the deadline.
 //!
@@ -87,7 +91,8 @@ use stcheck::Config;
 use stcheck::{ReadError, ReadErrorKind};
 
 use address::{HfAddress, Origin, Url};
-use http::{Deadline, Session};
+pub(crate) use deadline::Deadline;
+use http::Session;
 pub use hub::{HubInfo, Listing, RepoFile, MAX_ENTRIES, MAX_PAGES, MAX_PAGE_BYTES};
 
 /// The Hugging Face endpoint used when `HF_ENDPOINT` is not set.
@@ -549,6 +554,9 @@ pub struct Known {
     /// The SHA-256 the user gives for the file at the address (`--expect-sha256`): `(source,
     /// hex)`, the source named as the face names the option. One more published id.
     pub expected: Option<(&'static str, String)>,
+    /// The deadline of the whole repository the address was listed from: a check of one of
+    /// its files or sets ends by it too (one `--timeout` for the repository).
+    deadline: Option<Deadline>,
 }
 
 /// A shard of a set named by URL as it was fetched, handed on with its outcome: its address
@@ -721,20 +729,6 @@ impl Remote {
         known: &Known,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> UrlCheck {
-        self.check_until(address, config, depth, known, None, on_shard)
-    }
-
-    /// [`Remote::check_known`], over by `until` at the latest (a run's one deadline, shared by
-    /// all its addresses), whatever the address's own deadline.
-    pub(crate) fn check_until(
-        &self,
-        address: &str,
-        config: &Config,
-        depth: Depth,
-        known: &Known,
-        until: Option<std::time::Instant>,
-        on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
-    ) -> UrlCheck {
         let shown = crate::target::shown_url(address);
         let url = match self.resolve(address) {
             Ok(u) => u,
@@ -755,7 +749,7 @@ impl Remote {
             true => Deadline::SET,
             false => Deadline::FILE,
         };
-        let deadline = Deadline::after(depth.timeout(&self.options), what).not_after(until);
+        let deadline = Deadline::after(depth.timeout(&self.options), what).within(known.deadline);
         let mut session = Session::new(self, &url, deadline).pinned(pinned_commit(address));
         let outcome = if is_index {
             shards::check_index(self, &mut session, &url, config, depth, known, on_shard)
@@ -782,8 +776,19 @@ impl Remote {
     /// that needs the names of its shards; handed to the set's check through
     /// [`Known::indexes`], it is not fetched again.
     pub fn fetch_index(&self, address: &str, config: &Config) -> Result<FetchedIndex, RemoteError> {
+        self.fetch_index_within(address, config, None)
+    }
+
+    /// [`Remote::fetch_index`], ending by `outer` too (a repository's deadline).
+    fn fetch_index_within(
+        &self,
+        address: &str,
+        config: &Config,
+        outer: Option<Deadline>,
+    ) -> Result<FetchedIndex, RemoteError> {
         let url = self.resolve(address)?;
-        let deadline = Deadline::after(Some(self.options.total_timeout), Deadline::FILE);
+        let deadline =
+            Deadline::after(Some(self.options.total_timeout), Deadline::FILE).within(outer);
         let mut session = Session::new(self, &url, deadline).pinned(pinned_commit(address));
         match fetch::fetch_index_bytes(&mut session, &url, config) {
             Ok(bytes) => Ok(FetchedIndex {

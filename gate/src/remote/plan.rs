@@ -5,12 +5,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 use stcheck::index;
 use stcheck::{Config, Profile, ReadError, ReadErrorKind};
 
-use super::{ErrorKind, Known, Remote, RemoteError};
+use super::{Deadline, ErrorKind, Known, Remote, RemoteError};
 use crate::event::{shown_shard, Done, HubInfo, Place, Shown, Sink, Status, Unchecked, Via};
 use crate::options::RunOptions;
 use crate::walk::Target;
@@ -83,7 +82,17 @@ impl Urls {
             let name = OsStr::new(p.rsplit('/').next().unwrap_or(p));
             checkpoint_kind(name).is_some() || other_format(name).is_some()
         };
-        let listing = match client.list_repository(address, &keep) {
+        // One deadline for the whole repository: its listing, the indexes fetched for their
+        // shards' names, and every check of its files and sets (`Known::deadline`).
+        let depth = match run_config.reads_data() {
+            true => super::Depth::Deep {
+                sha256: run_config.sha256,
+            },
+            false => super::Depth::Header,
+        };
+        let deadline =
+            super::Deadline::after(depth.timeout(client.options()), super::Deadline::REPOSITORY);
+        let listing = match client.list_repository_within(address, &keep, Some(deadline)) {
             Ok(l) => l,
             Err(e) => {
                 let message = format!("could not list the repository's files: {}", e.message);
@@ -98,6 +107,7 @@ impl Urls {
         for f in &files {
             let (dir, name) = base(&f.path);
             let known = dirs.entry(dir).or_default();
+            known.deadline = Some(deadline);
             if checkpoint_kind(OsStr::new(&name)) == Some(Checkpoint::Safetensors) {
                 known.listed.get_or_insert_with(Vec::new).push(name.clone());
             }
@@ -118,7 +128,7 @@ impl Urls {
             }
             let Some(addr) = at(f) else { continue };
             // An index that cannot be read here is reported by its own check.
-            if let Ok(fetched) = client.fetch_index(&addr, run_config) {
+            if let Ok(fetched) = client.fetch_index_within(&addr, run_config, Some(deadline)) {
                 index::visit_shard_names(&fetched.bytes, run_config, &mut |shard| {
                     named.insert(if dir.is_empty() {
                         shard.to_owned()
@@ -199,9 +209,9 @@ impl Urls {
     /// When a run's one deadline, set now, passes: the time one address is allowed at the
     /// depth `config` checks (`--timeout`, else the client's default), from now. `None`: no
     /// deadline (none is set, or the client cannot be built and no address will be fetched).
-    pub(crate) fn deadline_from_now(&self, o: &RunOptions, config: &Config) -> Option<Instant> {
+    pub(crate) fn deadline_from_now(&self, o: &RunOptions, config: &Config) -> Option<Deadline> {
         let allowed = depth(config).timeout(&self.client(o).ok()?.options)?;
-        Instant::now().checked_add(allowed)
+        Some(Deadline::after(Some(allowed), Deadline::RUN))
     }
 
     /// A file or sharded set named by URL, checked by the remote source, over by `until` at
@@ -212,7 +222,7 @@ impl Urls {
         profile: Profile,
         url: &str,
         config: &Config,
-        until: Option<Instant>,
+        until: Option<Deadline>,
         sink: &mut dyn Sink,
     ) -> Done {
         use super::Found;
@@ -236,6 +246,11 @@ impl Urls {
         if let (Some((source, hex)), false) = (o.expected_id(), is_index) {
             Arc::make_mut(&mut known).expected = Some((source, hex.to_owned()));
         }
+        // A run's one deadline ends the address's check too, as a repository's does.
+        if until.is_some() {
+            let k = Arc::make_mut(&mut known);
+            k.deadline = k.deadline.map_or(until, |d| Some(d.within(until)));
+        }
         // The session of `check_known` is pinned to this commit and refuses a response of another
         // (`commit_moved`); here it only fills the commit a hub that said none served.
         let pinned = super::pinned_commit(url);
@@ -247,7 +262,7 @@ impl Urls {
             h
         };
         if !is_index {
-            let checked = client.check_until(url, config, depth, &known, until, &mut |_, _, _| {});
+            let checked = client.check_known(url, config, depth, &known, &mut |_, _, _| {});
             let via = Via::Remote {
                 resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
                 cost: checked.cost,
@@ -267,29 +282,22 @@ impl Urls {
         }
         let dir = at.shard_dir();
         let mut written = sink.index_start(&at, None);
-        let checked = client.check_until(
-            url,
-            config,
-            depth,
-            &known,
-            until,
-            &mut |name, outcome, f| {
-                if written.is_ok() {
-                    let via = f.map(|f| Via::Remote {
-                        resolved: f.url.clone(),
-                        cost: f.cost,
-                        hub: hub(&f.hub),
-                    });
-                    let text = shown_shard(&dir, name);
-                    let at = Shown {
-                        text: &text,
-                        place: Place::Url(&text),
-                    };
-                    let status = Status::of_shard(&outcome, profile);
-                    written = sink.shard(&at, name, outcome, via.as_ref(), status);
-                }
-            },
-        );
+        let checked = client.check_known(url, config, depth, &known, &mut |name, outcome, f| {
+            if written.is_ok() {
+                let via = f.map(|f| Via::Remote {
+                    resolved: f.url.clone(),
+                    cost: f.cost,
+                    hub: hub(&f.hub),
+                });
+                let text = shown_shard(&dir, name);
+                let at = Shown {
+                    text: &text,
+                    place: Place::Url(&text),
+                };
+                let status = Status::of_shard(&outcome, profile);
+                written = sink.shard(&at, name, outcome, via.as_ref(), status);
+            }
+        });
         let via = Via::Remote {
             resolved: checked.resolved.clone().unwrap_or_else(|| text.clone()),
             cost: checked.cost,
