@@ -118,8 +118,9 @@ def sharded_repo(shards: int) -> Repo:
 
 
 class Hub:
-    def __init__(self, repos: dict[str, Repo], quota: int, window: float) -> None:
+    def __init__(self, repos: dict[str, Repo], quota: int, window: float, redirect: bool) -> None:
         self.repos = repos
+        self.redirect = redirect
         self.quota, self.window = quota, window
         self.requests = 0
         self.statuses: dict[int, int] = {}
@@ -165,15 +166,27 @@ class Hub:
                     nxt = f"http://{headers.get('host', '')}/api/models/{parts[2]}/{parts[3]}/tree/{parts[5]}?recursive=true&cursor={start + 1000}"
                     extra.append(("Link", f'<{nxt}>; rel="next"'))
                 return 200, [("Content-Type", "application/json"), *extra], json.dumps(entries).encode()
+        cdn = parts[:1] == ["cdn"]
+        if cdn:
+            parts = [*parts[1:3], "resolve", COMMIT, *parts[3:]]
         if len(parts) >= 5 and parts[2] == "resolve":
             repo = self.repos.get(f"{parts[0]}/{parts[1]}")
             name = "/".join(parts[4:])
             f = repo.files.get(name) if repo else None
             if f is None:
                 return 404, [("X-Error-Code", "EntryNotFound"), ("X-Repo-Commit", COMMIT)], b"Entry not found"
-            common = [("X-Repo-Commit", COMMIT), ("Accept-Ranges", "bytes")]
+            if self.redirect and isinstance(f, File) and not cdn:
+                # As the hub answers an LFS file: a redirect to its storage, with what it says
+                # of the file (here on the same host, so the connection can be reused).
+                where = f"/cdn/{parts[0]}/{parts[1]}/{name}"
+                return 302, [("Location", where), ("X-Repo-Commit", COMMIT), ("X-Linked-Etag", f'"{f.etag}"'),
+                             ("X-Linked-Size", str(f.size))], f"Found. Redirecting to {where}".encode()
+            common = [] if cdn else [("X-Repo-Commit", COMMIT)]
+            common += [("Accept-Ranges", "bytes")]
             if isinstance(f, File):
-                common += [("ETag", f'"{f.etag}"'), ("X-Linked-Etag", f'"{f.etag}"'), ("X-Linked-Size", str(f.size))]
+                common += [("ETag", f'"{f.etag}"')]
+                if not cdn:
+                    common += [("X-Linked-Etag", f'"{f.etag}"'), ("X-Linked-Size", str(f.size))]
                 size, read = f.size, f.read
             else:
                 data = f
@@ -290,7 +303,7 @@ class Proxy:
 async def run_child(kind: str, a: argparse.Namespace) -> None:
     if kind == "serve":
         repos = make_repos(a.files, a.repos)
-        obj = Hub(repos, a.quota, a.window)
+        obj = Hub(repos, a.quota, a.window, a.redirect)
         server = await asyncio.start_server(obj.serve, "127.0.0.1", 0, backlog=1024)
     else:
         obj = Proxy(a.upstream, a.rtt_ms / 1000)
@@ -387,6 +400,7 @@ def main() -> None:
         ap.add_argument("--quota", type=int, default=0)
         ap.add_argument("--window", type=float, default=1.0)
         ap.add_argument("--upstream", type=int, default=0)
+        ap.add_argument("--redirect", action="store_true")
         ap.add_argument("--rtt-ms", type=float, default=50)
         asyncio.run(run_child(kind, ap.parse_args(sys.argv[2:])))
         return
@@ -400,6 +414,7 @@ def main() -> None:
     ap.add_argument("--scenarios", default="files,repos,ratelimit")
     ap.add_argument("--quota", type=int, default=100, help="requests per window of the ratelimit scenario (default 100)")
     ap.add_argument("--window", type=float, default=2.0, help="its window in seconds (default 2)")
+    ap.add_argument("--redirect", action="store_true", help="answer an LFS file's resolve URL with a 302 to /cdn/... on the same host, as the hub redirects to its storage")
     stcheck_bin.add_args(ap, "another stcheck binary, run with its defaults beside this one")
     a = ap.parse_args()
     for name in ("rounds", "files"):
@@ -412,7 +427,8 @@ def main() -> None:
     print(f"RTT {a.rtt_ms:g} ms (loopback proxy); {a.rounds} rounds, programs alternated; median wall; load {os.getloadavg()[0]:.1f} at start")
     for scenario in a.scenarios.split(","):
         quota = a.quota if scenario == "ratelimit" else 0
-        server = Child(["serve", "--files", str(a.files), "--repos", a.repos, "--quota", str(quota), "--window", str(a.window)])
+        server = Child(["serve", "--files", str(a.files), "--repos", a.repos, "--quota", str(quota), "--window", str(a.window),
+                        *(["--redirect"] if a.redirect else [])])
         proxy = Child(["proxy", "--upstream", str(server.port), "--rtt-ms", str(a.rtt_ms)])
         base = f"http://127.0.0.1:{proxy.port}"
         env = dict(os.environ, HF_ENDPOINT=base, HF_HUB_CACHE=str(scratch), HF_HUB_DISABLE_PROGRESS_BARS="1",
