@@ -469,6 +469,12 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
             return Err(bad(format!("{path:?} is not inside a directory")));
         }
         budget.entry(name)?;
+        if rel == RELEASE_FILE && (!kind.is_file() || release_json.is_some()) {
+            // Written out, a link there would take the description's bytes where it points.
+            return Err(bad(format!(
+                "{path:?} is not the one regular file {RELEASE_FILE}"
+            )));
+        }
         if kind.is_symlink() {
             let target = entry
                 .link_name_bytes()
@@ -583,6 +589,7 @@ pub fn unpack(archive: &Path, cache: &Path) -> Result<(PathBuf, Release), String
         let _ = fs::remove_dir_all(&staging);
     }
     if !cached_ok(&root) {
+        let _ = fs::remove_dir_all(&into);
         return Err(format!(
             "{}: the unpacked copy of {} does not match the archive",
             into.display(),

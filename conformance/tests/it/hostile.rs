@@ -221,6 +221,46 @@ fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outsi
     }
 }
 
+/// Found by the `corpus_archive` fuzz target: an archive holding, besides its description, a
+/// link named `RELEASE.json` (to a name inside the release) that its description lists. The
+/// link was written, then the description written through it, into a new file the
+/// description does not list; the unpacked copy then did not check out and was left in the
+/// cache. A second `RELEASE.json`, or one that is not a regular file, is refused now, and a
+/// copy that does not check out is removed.
+#[test]
+fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
+    use archive::Entry;
+    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let entries = vec![
+        ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
+        ("RELEASE.json".to_owned(), Entry::Link("F".into())),
+    ];
+    let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
+        .expect("json");
+    let members: Vec<Member<'_>> = vec![
+        (
+            "c/RELEASE.json",
+            tar::EntryType::Regular,
+            json.len() as u64,
+            &json,
+            None,
+        ),
+        (
+            "c/manifest.json",
+            tar::EntryType::Regular,
+            manifest.len() as u64,
+            manifest,
+            None,
+        ),
+        ("c/RELEASE.json", tar::EntryType::Symlink, 0, b"", Some("F")),
+    ];
+    let err = refused("release-json-link", &tarball(&members));
+    assert!(
+        err.contains("is not the one regular file RELEASE.json"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_manifest_that_is_a_device_or_a_link_out_is_not_read() {
     let dir = scratch("devzero");
