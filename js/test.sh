@@ -2,7 +2,8 @@
 # CI for the JavaScript package (js/): build it from a clean clone, installing what it needs
 # (Debian's rustc-web, rust-web-src, lld-22 and chromium; the pinned wasm-bindgen-cli), build
 # the CLI that is the tests' oracle, then run the Node tests (corpus, sets, deep, URLs over
-# loopback servers, the API) and the real-browser test of the demo page. Ends with a line
+# loopback servers, the API), the real-browser test of the demo page, and the packed tarball
+# installed into a fresh project (import, require, an esbuild bundle in Chromium). Ends with a line
 # `N passed, N failed`. From a clean clone (Debian packages already installed): 15.7 min
 # wall, 7.8 min of CPU, on a 2-core machine shared with other builds (wasm-bindgen-cli
 # 8.5 min of that, the wasm build with std 4, the CLI 3); 20 s once built.
@@ -17,13 +18,14 @@ if ! [ -x /usr/bin/chromium ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-bash js/build.sh
+bash js/build.sh --pack
 echo "test.sh: building the CLI (the oracle; the debug build CI's test stage already made)"
 cargo build --quiet -p stcheck-cli
 
 echo "test.sh: node $(node --version), $(/usr/bin/chromium --version 2>/dev/null | head -1)"
 status=0
 STCHECK_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/stcheck" STCHECK_JS_PKG="$root/target/js-pkg" \
+  STCHECK_JS_TARBALL="$(ls "$root"/target/js-pack/stcheck-*.tgz)" \
   node --experimental-websocket --no-warnings --test \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$root/target/js-test.tap" \

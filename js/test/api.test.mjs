@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 import { CORPUS, PKG, cliPath, corpusBytes } from "./helpers.mjs";
 
-const st = await import(join(PKG, "stcheck.js"));
+const st = await import(join(PKG, "node.js"));
 
 test("a valid file: its tensors, parameters and dtypes", () => {
   const r = st.checkHeader(corpusBytes("../examples/model.safetensors"), undefined, { verbose: true });

@@ -10,7 +10,7 @@ import {
   PKG, fileCases, indexCases, cli, comparable, corpusBytes, headBytes, listing, shardReader,
 } from "./helpers.mjs";
 
-const st = await import(join(PKG, "stcheck.js"));
+const st = await import(join(PKG, "node.js"));
 const paths = fileCases.map((c) => c.path);
 
 test("the corpus has files and sets", () => {

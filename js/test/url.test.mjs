@@ -14,7 +14,7 @@ import { join } from "node:path";
 
 import { PKG, fileCases, cli, comparable, corpusBytes } from "./helpers.mjs";
 
-const st = await import(join(PKG, "stcheck.js"));
+const st = await import(join(PKG, "node.js"));
 
 /** Behaviours of the test server, chosen by the first path segment. */
 const MODES = {
