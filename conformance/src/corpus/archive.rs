@@ -76,7 +76,7 @@ pub fn link_inside(path: &str, target: &str) -> bool {
 /// target passes through were itself a link: a `..` after a name that is a link to a
 /// directory climbs from where that link points. So `..` may only lead the target, where it
 /// climbs through the link's own parent directories, which are directories (no entry of a
-/// release lies beneath a link: [`beneath_link`]).
+/// release lies beneath another: [`beneath_entry`]).
 fn link_destination(path: &str, target: &str) -> Option<String> {
     if target.is_empty() || target.starts_with('/') || target.contains('\\') {
         return None;
@@ -100,19 +100,16 @@ fn link_destination(path: &str, target: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// The first of `paths` (relative to a release's root, sorted) that lies beneath one of the
-/// links among them (`a/l/f` where `a/l` is a link): written out, it would be written where
-/// the link points, which the link's own check ([`link_inside`]) does not cover.
-fn beneath_link(paths: &[(String, Entry)]) -> Option<&str> {
-    let links: std::collections::BTreeSet<&str> = paths
-        .iter()
-        .filter(|(_, e)| matches!(e, Entry::Link(_)))
-        .map(|(p, _)| p.as_str())
-        .collect();
+/// The first of `paths` (relative to a release's root) that lies beneath another of them,
+/// which is then a file or a link, not a directory: `a/l/f` where `a/l` is a link would be
+/// written where the link points, which the link's own check ([`link_inside`]) does not
+/// cover; `a/f/g` where `a/f` is a file cannot be written at all.
+fn beneath_entry(paths: &[(String, Entry)]) -> Option<&str> {
+    let entries: std::collections::BTreeSet<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
     paths
         .iter()
         .map(|(p, _)| p.as_str())
-        .find(|p| p.match_indices('/').any(|(i, _)| links.contains(&p[..i])))
+        .find(|p| p.match_indices('/').any(|(i, _)| entries.contains(&p[..i])))
 }
 
 /// A path inside a release: relative, `/`-separated, no empty, `.` or `..` component.
@@ -521,8 +518,10 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
     if entries.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(bad("a path listed twice".into()));
     }
-    if let Some(p) = beneath_link(&entries) {
-        return Err(bad(format!("{p:?} lies beneath a link of the release")));
+    if let Some(p) = beneath_entry(&entries) {
+        return Err(bad(format!(
+            "{p:?} lies beneath a file or a link of the release"
+        )));
     }
     let actual = describe(&entries).map_err(bad)?;
     if actual != release {

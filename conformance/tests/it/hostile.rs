@@ -183,7 +183,7 @@ fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outsi
         ("l".to_owned(), Entry::Link("m/n/x/../../../out".into())),
     ]);
     for (name, entries, why) in [
-        ("through", through, "beneath a link"),
+        ("through", through, "beneath a file or a link"),
         ("dot-dot", dot_dot, "outside the release"),
     ] {
         let release = archive::describe_entries(entries.clone()).expect("describable");
@@ -257,6 +257,47 @@ fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
     let err = refused("release-json-link", &tarball(&members));
     assert!(
         err.contains("is not the one regular file RELEASE.json"),
+        "{err}"
+    );
+}
+
+/// Found by the `corpus_archive` fuzz target (kept as
+/// fuzz/corpus/corpus_archive/regression-file-and-directory): a release holding a file `c`
+/// and a file `c/f` checked out (`verify_archive` accepted it, and so would a runner given it
+/// with `--corpus`), but could not be unpacked (`c` exists as a file). A path beneath a file
+/// is refused now, by both.
+#[test]
+fn a_release_with_a_path_beneath_a_file_is_refused_by_verify_and_unpack() {
+    use archive::Entry;
+    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let entries = vec![
+        ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
+        ("c".to_owned(), Entry::File(Vec::new())),
+        ("c/f".to_owned(), Entry::File(b"f".to_vec())),
+    ];
+    let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
+        .expect("json");
+    let members: Vec<Member<'_>> = vec![
+        (
+            "c/RELEASE.json",
+            tar::EntryType::Regular,
+            json.len() as u64,
+            &json,
+            None,
+        ),
+        (
+            "c/manifest.json",
+            tar::EntryType::Regular,
+            manifest.len() as u64,
+            manifest,
+            None,
+        ),
+        ("c/c/", tar::EntryType::Regular, 0, b"", None),
+        ("c/c/f", tar::EntryType::Regular, 1, b"f", None),
+    ];
+    let err = refused("path-beneath-a-file", &tarball(&members));
+    assert!(
+        err.contains("\"c/f\" lies beneath a file or a link"),
         "{err}"
     );
 }
