@@ -64,6 +64,17 @@ if [ "$ci" = 0 ] && [ "$report_only" = 0 ]; then
     grep -E '^(error|warning: spurious network)' "$CANDLE_LOG" | head -n 5 | sed 's/^/  /' >&2
     skipped+=(candle)
   fi
+  # ferric-load and lumen-io: one cargo project of their own (conformance/adapters/crates), built
+  # the same way into target/conformance-crates; skipped together when it does not build.
+  CRATES_LOG="$ROOT/target/conformance-crates-build.log"
+  if ! CARGO_TARGET_DIR="$ROOT/target/conformance-crates" \
+      cargo build --quiet --locked --manifest-path conformance/adapters/crates/Cargo.toml \
+      > "$CRATES_LOG" 2>&1; then
+    echo "run-all.sh: ferric-load, lumen-io: the adapters (conformance/adapters/crates) did not" >&2
+    echo "  build; they are skipped. The build's errors (all of its output: $CRATES_LOG):" >&2
+    grep -E '^(error|warning: spurious network)' "$CRATES_LOG" | head -n 5 | sed 's/^/  /' >&2
+    skipped+=(ferric-load lumen-io)
+  fi
 fi
 
 cargo build --quiet -p stcheck-conformance --bins || exit 2
@@ -182,7 +193,8 @@ if [ "$ci" = 0 ]; then
     echo "\`cargo run -p stcheck-conformance --bin stconform -- --adapter NAME\` (names below; the"
     echo "Python, MLX, tinygrad, gguf, JS and fastsafetensors adapters need \`conformance/setup-python.sh --mlx --more\`,"
     echo "\`conformance/setup-node.sh\` and \`conformance/setup-fastsafetensors.sh\` first, candle's a build"
-    echo "of \`conformance/adapters/candle\`; \`run-all.sh\` does all of it). Adapters without an index"
+    echo "of \`conformance/adapters/candle\`, ferric-load's and lumen-io's one of \`conformance/adapters/crates\`;"
+    echo "\`run-all.sh\` does all of it). Adapters without an index"
     echo "mode do not run the sharded-set cases. The same results as one page, a cell per case and"
     echo "implementation with the reason on hover and filters by class and outcome:"
     echo "[\`CONFORMANCE.html\`](CONFORMANCE.html)."

@@ -39,6 +39,10 @@ if [ "$setup" = 1 ]; then
     # candle is a crate of its own, built only here (its dependencies take minutes).
     cargo build --quiet --manifest-path conformance/adapters/writers/candle/Cargo.toml \
       --target-dir "$ROOT/target/candle-writer" || exit 2
+    # lumen-io's writer: in the cargo project of the Rust reader adapters (run-all.sh builds
+    # it too; a second build is a no-op).
+    cargo build --quiet --manifest-path conformance/adapters/crates/Cargo.toml \
+      --target-dir "$ROOT/target/conformance-crates" || exit 2
   fi
 fi
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Create (or reuse) the Python virtual environment for the conformance adapters:
 #   target/conformance-venv  with safetensors + numpy + ml_dtypes (always), mlx + mlx-cpu
-#   (with --mlx), tinygrad + gguf + pure_safetensors (with --more: the pure-Python readers and
-#   writers of run-all.sh). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports,
+#   (with --mlx), tinygrad + gguf + pure_safetensors + modelvet + safetensors-print +
+#   model-fingerprint + reminis (with --more: the independent readers and writers of
+#   run-all.sh). ml_dtypes decodes the F8, F6 and F4 values the deserialize adapter reports,
 #   and gives NumPy the BF16 and F8 types the writer adapters need.
 # Idempotent: a venv whose pinned packages are already installed is left as it is.
 # Usage: conformance/setup-python.sh [--mlx] [--more]
@@ -23,6 +24,12 @@ PURE_SAFETENSORS_VERSION="0.3.2"
 # pure_safetensors 0.3.2 builds its schema with marshmallow's `context`, which marshmallow 4
 # removed: it needs a marshmallow 3.
 MARSHMALLOW_VERSION="3.26.1"
+# Independent readers and writers of corpus 1.1.0's run (none uses the safetensors package):
+# modelvet builds its C library from the sdist (needs a C compiler and Python's headers).
+MODELVET_VERSION="0.1.1"
+SAFETENSORS_PRINT_VERSION="0.1.0"
+MODEL_FINGERPRINT_VERSION="0.1.1"
+REMINIS_VERSION="0.34.0"
 
 want_mlx=0; want_more=0
 for arg in "$@"; do
@@ -43,7 +50,9 @@ if [ "$want_mlx" = 1 ]; then
 fi
 if [ "$want_more" = 1 ]; then
   pkgs+=("tinygrad==$TINYGRAD_VERSION" "gguf==$GGUF_VERSION"
-         "pure-safetensors==$PURE_SAFETENSORS_VERSION" "marshmallow==$MARSHMALLOW_VERSION")
+         "pure-safetensors==$PURE_SAFETENSORS_VERSION" "marshmallow==$MARSHMALLOW_VERSION"
+         "modelvet==$MODELVET_VERSION" "safetensors-print==$SAFETENSORS_PRINT_VERSION"
+         "model-fingerprint==$MODEL_FINGERPRINT_VERSION" "reminis==$REMINIS_VERSION")
 fi
 
 # Skip pip entirely when every pin is already satisfied (fast, and works offline).
@@ -60,7 +69,8 @@ fi
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m
 for name in ("safetensors", "numpy", "ml_dtypes", "mlx", "mlx-cpu", "tinygrad", "gguf",
-             "pure-safetensors", "marshmallow"):
+             "pure-safetensors", "marshmallow", "modelvet", "safetensors-print",
+             "model-fingerprint", "reminis"):
     try:
         print(f"{name} {m.version(name)}")
     except m.PackageNotFoundError:
