@@ -180,6 +180,11 @@ impl Hub {
         self.hub.url("")
     }
 
+    /// How many requests of the hub's log `which` accepts.
+    fn count(&self, which: impl Fn(&Request) -> bool) -> usize {
+        self.hub.requests().iter().filter(|r| which(r)).count()
+    }
+
     fn run(&self, args: &[&str], token: Option<&str>) -> Out {
         let mut env = vec![("HF_ENDPOINT", self.endpoint())];
         if let Some(t) = token {
@@ -1120,12 +1125,7 @@ fn a_repository_has_one_deadline_for_its_listing_indexes_and_files() {
     // The one deadline passed while the plan read the first index (or, on a machine slow
     // enough, before it asked for it): nothing else was asked for (no other index, no
     // check's request).
-    let resolves = hub
-        .hub
-        .requests()
-        .iter()
-        .filter(|r| r.path().contains("/resolve/"))
-        .count();
+    let resolves = hub.count(|r| r.path().contains("/resolve/"));
     assert!(resolves <= 1, "{resolves}: {:?}", hub.hub.requests());
     let message = indexes[0]["io_error"].as_str().unwrap_or_default();
     assert!(message.contains("the whole repository"), "{}", indexes[0]);
@@ -1176,13 +1176,8 @@ fn what_the_plan_keeps_of_a_repository_is_bounded_by_the_header_limit() {
             message.contains(words) && message.contains("--max-header-size"),
             "{message}"
         );
-        // The plan stopped at the index that passed the bound: the third of five.
-        let indexes = hub
-            .hub
-            .requests()
-            .iter()
-            .filter(|r| r.path().ends_with(".index.json"))
-            .count();
+        // The plan stopped at the index that passed the bound: the second of five.
+        let indexes = hub.count(|r| r.path().ends_with(".index.json"));
         assert_eq!(indexes, if repo == "org/named" { 2 } else { 0 }, "{repo}");
     }
     // Under the default limit both are planned and checked.
