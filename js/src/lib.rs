@@ -459,7 +459,9 @@ pub struct IndexSession {
 /// resolve (the wrapper checks them first).
 #[wasm_bindgen(js_name = openIndex)]
 pub fn open_index(index: Vec<u8>, options: &str) -> Option<IndexSession> {
-    let resolved = resolve(options).ok().filter(|r| r.not_for_a_set.is_none())?;
+    let resolved = resolve(options)
+        .ok()
+        .filter(|r| r.not_for_a_set.is_none())?;
     Some(IndexSession {
         index,
         resolved,

@@ -4,15 +4,16 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { createServer as createNetServer } from "node:net";
+import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { PKG, fileCases, cli, comparable, corpusBytes } from "./helpers.mjs";
+import { PKG, fileCases, cli, cliPath, comparable, corpusBytes } from "./helpers.mjs";
 
 const st = await import(join(PKG, "node.js"));
 
@@ -352,4 +353,67 @@ test("without a signal, checkUrl in Node has the CLI's default deadline; a signa
   assert.equal(state.settled, false, "the default deadline applied beside the signal given");
   controller.abort();
   await assert.rejects(p, st.NotCheckedError);
+});
+
+// Issue 35: one integrity decision for every route. The same file and published ids (the
+// server's X-Linked-Etag, the caller's expectSha256) give the CLI's verdict: the CLI checks
+// the same URL with --sha256 / --expect-sha256.
+test("published ids: the X-Linked-Etag and expectSha256 give the CLI's verdict", { timeout: 120_000 }, async () => {
+  const path = "valid/layout/mixed-aligned.safetensors";
+  const bytes = corpusBytes(path);
+  const real = createHash("sha256").update(bytes).digest("hex");
+  const other = createHash("sha256").update("another file").digest("hex");
+  // /ETAG/name: the file, with that X-Linked-Etag ("-": none).
+  const hub = createServer((req, res) => {
+    const etag = decodeURIComponent(new URL(req.url, "http://x").pathname.split("/")[1]);
+    if (etag !== "-") res.setHeader("x-linked-etag", `"${etag}"`);
+    serveRange(req, res, bytes);
+  });
+  await new Promise((ok) => hub.listen(0, "127.0.0.1", ok));
+  const at = (etag) => `http://127.0.0.1:${hub.address().port}/${encodeURIComponent(etag)}/model.safetensors`;
+  const outcome = (r) => [r.status, r.error?.rule ?? null, (r.published_sha256 ?? []).map((p) => p.sha256)];
+  // The CLI's record of one URL, run without blocking this process (its server answers it).
+  const oracle = (args) => new Promise((ok, fail) => {
+    execFile(cliPath(), ["--json", "--no-progress", ...args], { maxBuffer: 1 << 26 }, (err, stdout, stderr) => {
+      if (err && err.code !== 1) return fail(new Error(`stcheck exited ${err.code}: ${stderr}`));
+      const file = stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.type === "file");
+      return file ? ok(file.data) : fail(new Error(`no file record: ${stdout}`));
+    });
+  });
+  try {
+    for (const [etag, expect, want] of [
+      ["-", real, ["valid", null, [real]]],
+      ["-", other, ["invalid", "INTEGRITY-SHA256", [other]]],
+      [real, undefined, ["valid", null, [real]]],
+      [real, real.toUpperCase(), ["valid", null, [real, real]]],
+      [real, other, ["invalid", "INTEGRITY-SHA256", [real, other]]],
+      [other, undefined, ["invalid", "INTEGRITY-SHA256", [other]]],
+      [other, real, ["invalid", "INTEGRITY-SHA256", [other, real]]],
+      [real.slice(1), undefined, ["invalid", "INTEGRITY-SHA256", [real.slice(1)]]],
+      ["b1".repeat(20), undefined, ["valid", null, []]],
+    ]) {
+      const options = expect === undefined ? { sha256: true } : { expectSha256: expect };
+      const got = await st.checkUrl(at(etag), options);
+      assert.deepEqual(outcome(got), want, `${etag} ${expect}`);
+      const flags = expect === undefined ? ["--sha256"] : ["--expect-sha256", expect];
+      assert.deepEqual(outcome(await oracle([...flags, at(etag)])), want, `CLI: ${etag} ${expect}`);
+      if (expect !== undefined && want[0] === "invalid") {
+        assert.match(got.error.message, new RegExp(`expectSha256 publishes ${expect.toLowerCase()}`));
+        assert.deepEqual(got.published_sha256.at(-1), { source: "expectSha256", sha256: expect.toLowerCase() });
+      }
+    }
+    // Bytes in memory: the caller's id alone.
+    const ok = await st.checkBlob(new Blob([bytes]), { expectSha256: real });
+    assert.deepEqual(outcome(ok), ["valid", null, [real]]);
+    const bad = await st.checkBlob(new Blob([bytes]), { expectSha256: other });
+    assert.deepEqual(outcome(bad), ["invalid", "INTEGRITY-SHA256", [other]]);
+    // A set has several files: one hash cannot be each one's.
+    await assert.rejects(st.checkIndex(new Uint8Array(), () => null, { expectSha256: real }),
+      (e) => e instanceof st.UsageError && /expectSha256 gives the SHA-256 of one file/.test(e.message));
+    await assert.rejects(st.checkUrl(at("-"), { expectSha256: "abc" }),
+      (e) => e instanceof st.UsageError && /expectSha256: "abc" is not a SHA-256/.test(e.message));
+  } finally {
+    hub.closeAllConnections?.();
+    await new Promise((ok) => hub.close(ok));
+  }
 });

@@ -352,3 +352,123 @@ def test_a_batch_checks_its_urls_concurrently_and_they_share_one_deadline(
     assert [d["path"] for d in got] == urls
     assert all(d["status"] == "io_error" and d["read_error"] == "timeout" for d in got), got
     assert all("all the addresses of this call" in d["io_error"] for d in got), got
+
+
+#: The commit of the integrity hub's repositories.
+_C = "c1" * 20
+
+
+class _IntegrityHub(http.server.BaseHTTPRequestHandler):
+    """A hub whose repositories ``org/NAME`` hold one LFS file, ``model.safetensors``: ``repos``
+    maps NAME to (the bytes served, the listing's ``lfs.oid``, the ``X-Linked-Etag``)."""
+
+    repos: Dict[str, Tuple[bytes, str, str]] = {}
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: Dict[str, str]) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        import json
+
+        parts = self.path.split("?")[0].strip("/").split("/")
+        commit = {"X-Repo-Commit": _C}
+        if parts[:2] == ["api", "models"] and parts[3] in self.repos:
+            served, listed, _ = self.repos[parts[3]]
+            if parts[4] == "revision":
+                body = json.dumps({"id": f"org/{parts[3]}", "sha": _C, "siblings": []})
+            else:
+                lfs = {"oid": listed, "size": len(served), "pointerSize": 134}
+                entry = {"type": "file", "oid": "1", "size": len(served), "path": "model.safetensors", "lfs": lfs}
+                body = json.dumps([entry])
+            return self._send(200, body.encode(), {**commit, "Content-Type": "application/json"})
+        if len(parts) == 5 and parts[2] == "resolve" and parts[1] in self.repos and parts[4] == "model.safetensors":
+            served, _, etag = self.repos[parts[1]]
+            headers = {**commit, "X-Linked-Etag": f'"{etag}"'}
+            start, end = 0, len(served) - 1
+            asked = (self.headers.get("Range") or "").removeprefix("bytes=")
+            if asked:
+                a, _, b = asked.partition("-")
+                start, end = int(a), min(int(b) if b else end, end)
+                headers["Content-Range"] = f"bytes {start}-{end}/{len(served)}"
+            return self._send(206 if asked else 200, served[start : end + 1], headers)
+        self._send(404, b"", {})
+
+
+def test_the_same_file_and_published_ids_give_the_clis_verdict_by_every_route(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Issue 35: one integrity decision. The listing's lfs.oid, the X-Linked-Etag and a hash
+    the caller gives (``expect_sha256=``) are compared as the CLI compares them, through
+    hf://org/repo, hf://org/repo@rev/FILE, a plain URL and a local path."""
+    import hashlib
+
+    valid = next(c for c in CASES if c["kind"] == "file" and c["verdict"] == "accept" and not c["deep"])
+    data = open(valid["file"], "rb").read()
+    real = hashlib.sha256(data).hexdigest()
+    other = hashlib.sha256(b"another file").hexdigest()
+    evil = data[:-1] + bytes([data[-1] ^ 0x40])
+    _IntegrityHub.repos = {
+        "one": (data, real, real),
+        "tampered": (evil, real, real),
+        "disagree": (data, real, other),
+    }
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _IntegrityHub)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+    def outcome(record: Dict[str, Any]) -> Tuple[str, Any]:
+        d = record["data"]
+        return d["status"], (d.get("error") or {}).get("rule")
+
+    try:
+        for name, want in [
+            ("one", ("valid", None)),
+            ("tampered", ("invalid", "INTEGRITY-SHA256")),
+            ("disagree", ("invalid", "INTEGRITY-SHA256")),
+        ]:
+            plain = f"{endpoint}/org/{name}/resolve/main/model.safetensors"
+            routes = [
+                ({"sha256": True}, ["--sha256"], f"hf://org/{name}"),
+                ({"sha256": True}, ["--sha256"], f"hf://org/{name}@main/model.safetensors"),
+                ({"expect_sha256": real}, ["--expect-sha256", real], plain),
+            ]
+            for opts, flags, target in routes:
+                got = stcheck.record(target, **opts)
+                assert outcome(got) == want, (target, got)
+                cli, _ = run_cli(flags, [target])
+                assert [outcome(r) for r in cli] == [want], (target, cli)
+                sources = [p["source"] for p in got["data"].get("published_sha256", [])]
+                assert "X-Linked-Etag" in sources, got
+                if "expect_sha256" in opts:
+                    assert sources[-1] == "expect_sha256", got
+        # A local path: the caller's id alone; the loader's check refuses the file as well.
+        path = tmp_path / "model.safetensors"
+        path.write_bytes(data)
+        assert stcheck.check(path, expect_sha256=real.upper()).valid
+        bad = stcheck.record(str(path), expect_sha256=other)
+        assert outcome(bad) == ("invalid", "INTEGRITY-SHA256")
+        assert bad["data"]["published_sha256"] == [{"source": "expect_sha256", "sha256": other}]
+        assert "expect_sha256 publishes" in bad["data"]["error"]["message"]
+        with pytest.raises(stcheck.SafetensorsError):
+            stcheck.load_file(path, expect_sha256=other)
+        # One hash, one file: a directory of several and a bad hash are refused.
+        (tmp_path / "b.safetensors").write_bytes(data)
+        with pytest.raises(ValueError, match="expect_sha256= gives the SHA-256 of one file"):
+            stcheck.records_tree([tmp_path], expect_sha256=real)
+        with pytest.raises(ValueError, match="is not a SHA-256"):
+            stcheck.check(path, expect_sha256="abc")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(30)

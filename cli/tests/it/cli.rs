@@ -1639,3 +1639,61 @@ fn sarif_of_valid_files_and_stdin() {
         serde_json::json!([{"physicalLocation": {"artifactLocation": {"uri": "a%20b"}}}]);
     assert!(sarif_validator().is_valid(&broken));
 }
+
+/// `--expect-sha256` on the local routes: a file and standard input compared with the hash the
+/// user gives (one more published id, named in the message and `published_sha256`); a
+/// directory, a set or two files are a usage error.
+#[test]
+fn expect_sha256_compares_a_local_file_and_standard_input() {
+    use sha2::Digest;
+    let dir = tempdir("expect-sha256");
+    let file = valid_file();
+    fs::write(dir.join("a.safetensors"), &file).expect("write");
+    fs::write(dir.join("b.safetensors"), &file).expect("write");
+    let real: String = sha2::Sha256::digest(&file)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let other = "0".repeat(64);
+    for stdin in [None, Some(file.as_slice())] {
+        let target = if stdin.is_some() {
+            "-"
+        } else {
+            "a.safetensors"
+        };
+        let ok = run_in(
+            &dir,
+            &["--expect-sha256", &real.to_uppercase(), target],
+            stdin,
+        );
+        assert_eq!(ok.code, 0, "{target}: {}{}", ok.stdout, ok.stderr);
+        let bad = run_in(&dir, &["--json", "--expect-sha256", &other, target], stdin);
+        assert_eq!(bad.code, 1, "{target}: {}", bad.stdout);
+        let record = &json_lines(&bad.stdout)[0]["data"];
+        assert_eq!(record["error"]["rule"], "INTEGRITY-SHA256", "{record}");
+        let message = record["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("--expect-sha256 publishes {other}"))
+                && message.contains(&real),
+            "{message}"
+        );
+        assert_eq!(
+            record["published_sha256"],
+            serde_json::json!([{"source": "--expect-sha256", "sha256": other}])
+        );
+    }
+    for args in [
+        &["--expect-sha256", &real, "."][..],
+        &["--expect-sha256", &real, "a.safetensors", "b.safetensors"],
+    ] {
+        let out = run_in(&dir, args, None);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stdout);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert!(
+            out.stderr
+                .contains("--expect-sha256 gives the SHA-256 of one file"),
+            "{}",
+            out.stderr
+        );
+    }
+}

@@ -180,6 +180,11 @@ impl Hub {
         self.hub.url("")
     }
 
+    /// How many requests of the hub's log `which` accepts.
+    fn count(&self, which: impl Fn(&Request) -> bool) -> usize {
+        self.hub.requests().iter().filter(|r| which(r)).count()
+    }
+
     fn run(&self, args: &[&str], token: Option<&str>) -> Out {
         let mut env = vec![("HF_ENDPOINT", self.endpoint())];
         if let Some(t) = token {
@@ -1120,15 +1125,67 @@ fn a_repository_has_one_deadline_for_its_listing_indexes_and_files() {
     // The one deadline passed while the plan read the first index (or, on a machine slow
     // enough, before it asked for it): nothing else was asked for (no other index, no
     // check's request).
-    let resolves = hub
-        .hub
-        .requests()
-        .iter()
-        .filter(|r| r.path().contains("/resolve/"))
-        .count();
+    let resolves = hub.count(|r| r.path().contains("/resolve/"));
     assert!(resolves <= 1, "{resolves}: {:?}", hub.hub.requests());
     let message = indexes[0]["io_error"].as_str().unwrap_or_default();
     assert!(message.contains("the whole repository"), "{}", indexes[0]);
+}
+
+#[test]
+fn what_the_plan_keeps_of_a_repository_is_bounded_by_the_header_limit() {
+    let (mut repos, model) = model_repo();
+    // 40 files of 1,000-byte names: about 46 KB of names and ids kept.
+    let files: Vec<File> = (0..40)
+        .map(|i| file(&format!("{:0>1000}.safetensors", i), model.clone()))
+        .collect();
+    repos.insert("org/wide".into(), one_commit(&commit_id(0xa1), files));
+    // 5 indexes, each of about 13 KB naming 60 distinct shards of 200-byte names: about
+    // 13 KB of names each, 67 KB in all.
+    let indexes: Vec<File> = (0..5)
+        .map(|n| {
+            let map: serde_json::Map<String, Value> = (0..60)
+                .map(|i| {
+                    (
+                        format!("t{i}"),
+                        Value::from(format!("{:0>200}.safetensors", format!("{n}-{i}"))),
+                    )
+                })
+                .collect();
+            let index = serde_json::json!({ "weight_map": map })
+                .to_string()
+                .into_bytes();
+            file(&format!("m{n}.safetensors.index.json"), index)
+        })
+        .collect();
+    repos.insert("org/named".into(), one_commit(&commit_id(0xa2), indexes));
+    let hub = Hub::start(repos);
+    // Under a header limit of 20,000 bytes neither is kept: not checked, saying why.
+    for (repo, words) in [
+        ("org/wide", "bytes of names of files"),
+        ("org/named", "bytes of shard names"),
+    ] {
+        hub.hub.clear_log();
+        let address = format!("hf://{repo}");
+        let out = hub.run(&["--json", "--max-header-size", "20000", &address], None);
+        assert_eq!(out.code, 2, "{repo}: {}", out.stdout);
+        let v = lines(&out.stdout);
+        let f = records(&v, "file");
+        assert_eq!(f.len(), 1, "{repo}: {}", out.stdout);
+        let message = f[0]["io_error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(words) && message.contains("--max-header-size"),
+            "{message}"
+        );
+        // The plan stopped at the index that passed the bound: the second of five.
+        let indexes = hub.count(|r| r.path().ends_with(".index.json"));
+        assert_eq!(indexes, if repo == "org/named" { 2 } else { 0 }, "{repo}");
+    }
+    // Under the default limit both are planned and checked.
+    let out = hub.run(&["hf://org/wide"], None);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let out = hub.run(&["--json", "hf://org/named"], None);
+    let v = lines(&out.stdout);
+    assert_eq!(records(&v, "index").len(), 5, "{}", out.stdout);
 }
 
 #[test]

@@ -55,6 +55,15 @@ pub struct RepoFile {
     pub lfs_oid_malformed: Option<String>,
 }
 
+impl RepoFile {
+    /// What keeping it costs, about: its strings and the record around them.
+    fn kept_bytes(&self) -> u64 {
+        let ids = [&self.lfs_sha256, &self.lfs_oid_malformed];
+        let ids: usize = ids.iter().filter_map(|s| s.as_ref()).map(String::len).sum();
+        (self.path.len() + ids + std::mem::size_of::<RepoFile>()) as u64
+    }
+}
+
 /// A repository's files at one commit.
 #[derive(Debug, Clone)]
 pub struct Listing {
@@ -173,15 +182,20 @@ impl Remote {
         address: &str,
         keep: &dyn Fn(&str) -> bool,
     ) -> Result<Listing, RemoteError> {
-        self.list_repository_within(address, keep, None)
+        let max = stcheck::limits::DEFAULT_MAX_HEADER_SIZE;
+        self.list_repository_within(address, keep, None, (max, "max_header_size"))
     }
 
-    /// [`Remote::list_repository`], ending by `outer` too (the repository's deadline).
+    /// [`Remote::list_repository`], ending by `outer` too (the repository's deadline), and
+    /// keeping at most `max_kept` bytes of the files' names and ids (the run's header limit N,
+    /// and how the face names it: with the plan's shard names, within SPEC section 3's bound
+    /// of about 2 x N).
     pub(super) fn list_repository_within(
         &self,
         address: &str,
         keep: &dyn Fn(&str) -> bool,
         outer: Option<Deadline>,
+        max_kept: (u64, &str),
     ) -> Result<Listing, RemoteError> {
         let bad = |e: String| RemoteError::new(ErrorKind::Address, e);
         let hf = HfAddress::parse(address).map_err(bad)?;
@@ -195,7 +209,14 @@ impl Remote {
         let deadline =
             Deadline::after(Some(self.options.total_timeout), "listing a repository").within(outer);
         let mut session = Session::new(self, &revision_url, deadline).home_only();
-        let result = list(&mut session, &hf, &self.hf_endpoint, &revision_url, keep);
+        let result = list(
+            &mut session,
+            &hf,
+            &self.hf_endpoint,
+            &revision_url,
+            keep,
+            max_kept,
+        );
         result
             .map(|(commit, files)| Listing {
                 shown,
@@ -216,6 +237,7 @@ fn list(
     endpoint: &Url,
     revision_url: &Url,
     keep: &dyn Fn(&str) -> bool,
+    (max_kept, limit): (u64, &str),
 ) -> Result<(String, Vec<RepoFile>), RemoteError> {
     let (info, headers): (RevisionInfo, HeaderMap) =
         get_json(session, revision_url, "the revision's description")?;
@@ -232,6 +254,7 @@ fn list(
     let mut seen: HashSet<String> = HashSet::new();
     let mut files = Vec::new();
     let mut entries = 0u64;
+    let mut kept = 0u64;
     for page in 1..=MAX_PAGES {
         seen.insert(url.request_target());
         let (tree, headers): (Vec<TreeEntry>, HeaderMap) =
@@ -242,7 +265,17 @@ fn list(
                 "the repository lists more than {MAX_ENTRIES} files and directories"
             )));
         }
+        let before = files.len();
         files_of_page(tree, keep, &mut files)?;
+        kept = files[before..]
+            .iter()
+            .fold(kept, |n, f| n.saturating_add(f.kept_bytes()));
+        if kept > max_kept {
+            return Err(response_error(format!(
+                "the repository lists more than {max_kept} bytes of names of files to check \
+                 (the header limit, {limit}, bounds what a listing keeps)"
+            )));
+        }
         let Some(next) = next_page(&url, &headers, &origin, &seen, page)? else {
             return Ok((commit, files));
         };

@@ -92,7 +92,12 @@ impl Urls {
         };
         let deadline =
             super::Deadline::after(depth.timeout(client.options()), super::Deadline::REPOSITORY);
-        let listing = match client.list_repository_within(address, &keep, Some(deadline)) {
+        // What the plan keeps of a repository (the listing's names and ids, and the names of
+        // the shards its indexes name) is bounded by the header limit N each: within SPEC
+        // section 3's bound of about 2 x N whatever the hub lists.
+        let max_kept = run_config.max_header_size;
+        let bound = (max_kept, o.name(crate::options::Opt::MaxHeaderSize));
+        let listing = match client.list_repository_within(address, &keep, Some(deadline), bound) {
             Ok(l) => l,
             Err(e) => {
                 let message = format!("could not list the repository's files: {}", e.message);
@@ -120,6 +125,7 @@ impl Urls {
         // The indexes fetched for their names are kept for their checks (up to
         // PREFETCHED_INDEX_BYTES in all; past that a set's check fetches its index again).
         let mut named: HashSet<String> = HashSet::new();
+        let mut named_bytes = 0u64;
         let mut kept = 0usize;
         for f in &files {
             let (dir, name) = base(&f.path);
@@ -130,13 +136,28 @@ impl Urls {
             // An index that cannot be read here is reported by its own check.
             if let Ok(fetched) = client.fetch_index_within(&addr, run_config, Some(deadline)) {
                 index::visit_shard_names(&fetched.bytes, run_config, &mut |shard| {
-                    named.insert(if dir.is_empty() {
+                    let path = if dir.is_empty() {
                         shard.to_owned()
                     } else {
                         format!("{dir}/{shard}")
-                    });
-                    std::ops::ControlFlow::Continue(())
+                    };
+                    let cost = (path.len() + std::mem::size_of::<String>()) as u64;
+                    if named.insert(path) {
+                        named_bytes = named_bytes.saturating_add(cost);
+                    }
+                    match named_bytes > max_kept {
+                        true => std::ops::ControlFlow::Break(()),
+                        false => std::ops::ControlFlow::Continue(()),
+                    }
                 });
+                if named_bytes > max_kept {
+                    let message = format!(
+                        "the repository's indexes name more than {max_kept} bytes of shard \
+                         names (the header limit, {}, bounds what the plan keeps)",
+                        o.name(crate::options::Opt::MaxHeaderSize)
+                    );
+                    return out.push(fail(RemoteError::new(ErrorKind::Response, message)));
+                }
                 kept = kept.saturating_add(fetched.bytes.len());
                 if kept <= PREFETCHED_INDEX_BYTES {
                     let known = dirs.entry(dir).or_default();
