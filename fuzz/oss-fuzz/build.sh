@@ -27,9 +27,13 @@ for t in $(cd fuzz && cargo fuzz list); do
         (cd "fuzz/corpus/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
     fi
     case $t in
-        validate | stream | differential | fast_path | remote_index) cp fuzz/dict/safetensors.dict "$OUT/$t.dict" ;;
+        validate | stream | differential | fast_path | remote_index | deep_scan | portable | \
+            reference_profile | file_source) cp fuzz/dict/safetensors.dict "$OUT/$t.dict" ;;
         address | hub_listing | content_range | glob | serve_query) cp fuzz/dict/web.dict "$OUT/$t.dict" ;;
         serve_clamd) cp fuzz/dict/clamd.dict "$OUT/$t.dict" ;;
+        reader_table) cp fuzz/dict/readers.dict "$OUT/$t.dict" ;;
+        protocol_reply) cp fuzz/dict/protocol.dict "$OUT/$t.dict" ;;
+        corpus_archive) cp fuzz/dict/archive.dict "$OUT/$t.dict" ;;
     esac
     # Inputs are capped as CI caps them.
     printf '[libfuzzer]\nmax_len = 65536\nrss_limit_mb = 2048\nmalloc_limit_mb = 512\n' > "$OUT/$t.options"

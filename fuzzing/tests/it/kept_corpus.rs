@@ -24,7 +24,7 @@ fn each_input(target: &str, check: &dyn Fn(&[u8])) -> usize {
 
 #[test]
 fn kept_corpora_pass_their_checks() {
-    let targets: [Target<'_>; 12] = [
+    let targets: [Target<'_>; 21] = [
         ("validate", &|b| stcheck_fuzzing::check_validate(b)),
         ("stream", &|b| stcheck_fuzzing::check_stream_input(b)),
         ("differential", &|b| {
@@ -54,6 +54,21 @@ fn kept_corpora_pass_their_checks() {
         }),
         ("serve_query", &|b| {
             stcheck_fuzzing::check_query(b);
+        }),
+        ("deep_scan", &|b| stcheck_fuzzing::check_deep_scan(b)),
+        ("portable", &|b| stcheck_fuzzing::check_portable(b)),
+        ("reference_profile", &|b| {
+            stcheck_fuzzing::check_reference_profile(b)
+        }),
+        ("file_source", &|b| stcheck_fuzzing::check_file_source(b)),
+        ("rule_table", &|b| stcheck_fuzzing::check_rule_table(b)),
+        ("reader_table", &|b| stcheck_fuzzing::check_reader_table(b)),
+        ("writer", &|b| stcheck_fuzzing::check_writer(b)),
+        ("protocol_reply", &|b| {
+            stcheck_fuzzing::check_protocol_reply(b)
+        }),
+        ("corpus_archive", &|b| {
+            stcheck_fuzzing::check_corpus_archive(b)
         }),
     ];
     for (target, check) in targets {
