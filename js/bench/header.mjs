@@ -7,13 +7,14 @@
 //   node js/bench/header.mjs            (after js/build.sh; js/bench/run.sh installs the hub package)
 
 import { gzipSync } from "node:zlib";
+import { cpus, loadavg } from "node:os";
 import { readFileSync } from "node:fs";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const PKG = process.env.STCHECK_JS_PKG ?? join(ROOT, "target/js-pkg");
-const st = await import(join(PKG, "stcheck.js"));
+const PKG = resolve(process.env.STCHECK_JS_PKG ?? join(ROOT, "target/js-pkg"));
+const st = await import(pathToFileURL(join(PKG, "stcheck.js")).href);
 
 let hub = null;
 try {
@@ -38,18 +39,35 @@ function file(n) {
   return { bytes, headerLen: h.length };
 }
 
-function time(f, minMs = 1000) {
-  // Warm up, then repeat until minMs has passed; the median of the runs.
-  for (let i = 0; i < 3; i++) f();
-  const runs = [];
+/**
+ * Milliseconds per call of each of `fs`, measured side by side: rounds of samples, each
+ * sample `batch` calls in a row (so a call of a microsecond is not lost in the clock), the
+ * functions taking turns within a round so the machine's load falls on all of them alike;
+ * the median sample of each after `minMs` of rounds.
+ */
+function timeTogether(fs, minMs = 2000) {
+  const batch = fs.map((f) => {
+    let n = 1;
+    for (;;) {
+      const t = performance.now();
+      for (let i = 0; i < n; i++) f();
+      if (performance.now() - t >= 1 || n >= 1 << 20) return n;
+      n *= 2;
+    }
+  });
+  const runs = fs.map(() => []);
   const end = performance.now() + minMs;
-  while (performance.now() < end || runs.length < 5) {
-    const t = performance.now();
-    f();
-    runs.push(performance.now() - t);
+  while (performance.now() < end || runs[0].length < 15) {
+    fs.forEach((f, k) => {
+      const t = performance.now();
+      for (let i = 0; i < batch[k]; i++) f();
+      runs[k].push((performance.now() - t) / batch[k]);
+    });
   }
-  runs.sort((a, b) => a - b);
-  return runs[Math.floor(runs.length / 2)];
+  return runs.map((r) => {
+    r.sort((a, b) => a - b);
+    return r[Math.floor(r.length / 2)];
+  });
 }
 
 async function timeAsync(f, minMs = 1000) {
@@ -84,26 +102,49 @@ function localFetch(bytes) {
 }
 
 const wasm = readFileSync(join(PKG, "wasm/stcheck_native_bg.wasm"));
+const load = loadavg().map((x) => x.toFixed(2)).join(" ");
 console.log(`stcheck_native_bg.wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzipped`);
-console.log(`node ${process.version}; median of repeated runs, milliseconds per header\n`);
+console.log(`node ${process.version}; load average ${load} on ${cpus().length} cores`);
+console.log("median of interleaved batches, microseconds per header; ratio = checkHeader / JSON.parse\n");
 console.log("tensors   header bytes   JSON.parse   checkHeader   ratio   parseSafetensorsMetadata");
+const text = new TextDecoder();
 for (const n of [1, 1000, 100000]) {
   const { bytes, headerLen } = file(n);
   const head = bytes.subarray(0, 8 + headerLen);
-  const text = new TextDecoder();
   const r = st.checkHeader(head, bytes.length);
   if (r.status !== "valid" || r.tensors !== n) throw new Error(`the bench file of ${n} tensors is ${r.status}`);
-  const jp = time(() => JSON.parse(text.decode(head.subarray(8))));
-  const ours = time(() => st.checkHeader(head, bytes.length));
+  // The floor: the header's bytes decoded to text and parsed, nothing more.
+  const [jp, ours] = timeTogether([() => JSON.parse(text.decode(head.subarray(8))), () => st.checkHeader(head, bytes.length)]);
   let theirs = "n/a";
   if (hub) {
     const fetch = localFetch(bytes);
     const args = { repo: "bench/model", path: "model.safetensors", fetch, hubUrl: "http://127.0.0.1:1" };
     const meta = await hub.parseSafetensorsMetadata(args);
     if (Object.keys(meta.header).length !== n + 1) throw new Error("the hub parser read another header");
-    theirs = (await timeAsync(() => hub.parseSafetensorsMetadata(args))).toFixed(3);
+    theirs = ((await timeAsync(() => hub.parseSafetensorsMetadata(args))) * 1000).toFixed(1);
   }
+  const us = (ms) => (ms * 1000).toFixed(ms < 0.01 ? 2 : 1);
   console.log(
-    `${String(n).padStart(7)}   ${String(headerLen).padStart(12)}   ${jp.toFixed(3).padStart(10)}   ${ours.toFixed(3).padStart(11)}   ${(ours / jp).toFixed(2).padStart(5)}   ${theirs.padStart(24)}`,
+    `${String(n).padStart(7)}   ${String(headerLen).padStart(12)}   ${us(jp).padStart(10)}   ${us(ours).padStart(11)}   ${(ours / jp).toFixed(2).padStart(5)}   ${theirs.padStart(24)}`,
   );
+}
+
+// Where a 1-tensor call's time goes: the wrapper's steps, each timed alone through the glue
+// the wrapper itself loaded (the same instance).
+{
+  const native = await import(pathToFileURL(join(PKG, "wasm/stcheck_native.js")).href);
+  const { bytes, headerLen } = file(1);
+  const head = bytes.subarray(0, 8 + headerLen);
+  const envelope = native.checkBytes(head, bytes.length, "-", "{}");
+  const steps = {
+    "JSON.parse of the header (the floor)": () => JSON.parse(text.decode(head.subarray(8))),
+    "checkHeader (the whole call)": () => st.checkHeader(head, bytes.length),
+    "native optionsError('{}')": () => native.optionsError("{}"),
+    "native checkBytes (envelope text out)": () => native.checkBytes(head, bytes.length, "-", "{}"),
+    "JSON.parse of the envelope": () => JSON.parse(envelope),
+    "native version() (a call returning a string)": () => native.version(),
+  };
+  const times = timeTogether(Object.values(steps));
+  console.log(`\n1 tensor, step by step (microseconds; envelope ${envelope.length} chars):`);
+  Object.keys(steps).forEach((k, i) => console.log(`  ${(times[i] * 1000).toFixed(2).padStart(7)}  ${k}`));
 }

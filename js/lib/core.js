@@ -142,15 +142,25 @@ function guard(f) {
 /** Options of this wrapper alone; every other option is the core's, checked there. */
 const WRAPPER_OPTIONS = ["onProgress", "fetch", "headers", "chunkSize", "firstFetch", "path", "listing", "throwOnInvalid", "signal"];
 
-function nativeOptions(options = {}) {
+/** The core's options as JSON text, not yet checked. */
+function optionsJson(options = {}) {
   if (options === null || typeof options !== "object") throw new UsageError("options: not an object");
   const rest = {};
   for (const [k, v] of Object.entries(options)) {
     if (!WRAPPER_OPTIONS.includes(k) && v !== undefined) rest[k] = v;
   }
-  const json = JSON.stringify(rest);
+  return JSON.stringify(rest);
+}
+
+/** Throw the UsageError of the core's options (JSON text), if they have one. */
+function checkOptions(json) {
   const err = guard(() => api.optionsError(json));
   if (err) throw new UsageError(err);
+}
+
+function nativeOptions(options = {}) {
+  const json = optionsJson(options);
+  checkOptions(json);
   return json;
 }
 
@@ -190,9 +200,19 @@ export function checkHeader(bytes, fileLength, options = {}) {
     options = fileLength;
     fileLength = undefined;
   }
-  const json = nativeOptions(options);
-  const b = asBytes(bytes);
-  const len = lengthOption(fileLength, "fileLength");
+  // One call into the module: checkBytes answers options that do not resolve with a usage
+  // envelope; they are asked for first only when the arguments are wrong too, so that the
+  // options' error is the one thrown, as for the other checks.
+  const json = optionsJson(options);
+  let b;
+  let len;
+  try {
+    b = asBytes(bytes);
+    len = lengthOption(fileLength, "fileLength");
+  } catch (e) {
+    checkOptions(json);
+    throw e;
+  }
   const path = options.path ?? "-";
   return open(guard(() => api.checkBytes(b, len, path, json)), options);
 }

@@ -14,7 +14,9 @@
 //! end the module.
 #![forbid(unsafe_code)]
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use stcheck::index::{check_index_with, check_shard_name, ShardSource};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
@@ -99,6 +101,27 @@ fn resolve(options: &str) -> Result<Resolved, String> {
     })
 }
 
+thread_local! {
+    /// The options last resolved, by their JSON text. A page or a service checks many files
+    /// with the same options; resolving them (the option table, the portable reader table)
+    /// would otherwise be most of a small header's check.
+    static LAST_RESOLVED: RefCell<Option<(String, Rc<Resolved>)>> = const { RefCell::new(None) };
+}
+
+/// [`resolve`], remembering the last options that resolved.
+fn resolve_cached(options: &str) -> Result<Rc<Resolved>, String> {
+    let hit = LAST_RESOLVED.with_borrow(|last| match last {
+        Some((text, r)) if text == options => Some(Rc::clone(r)),
+        _ => None,
+    });
+    if let Some(r) = hit {
+        return Ok(r);
+    }
+    let r = Rc::new(resolve(options)?);
+    LAST_RESOLVED.set(Some((options.to_owned(), Rc::clone(&r))));
+    Ok(r)
+}
+
 /// A JSON string literal.
 fn json_str(s: &str) -> String {
     let mut out = Vec::new();
@@ -138,12 +161,18 @@ struct Bounded {
 
 impl std::io::Write for Bounded {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    // The JSON writer hands over a record in many small pieces (a key, a quote, a number):
+    // each goes in whole, without `write`'s loop.
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.out.len().saturating_add(bytes.len()) > self.cap {
             self.over = true;
             return Err(std::io::Error::other("the record is too long"));
         }
         self.out.extend_from_slice(bytes);
-        Ok(bytes.len())
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -157,11 +186,13 @@ fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
 
 /// The `{"record": ...}` envelope of `value`, or `unread` when it is longer than `cap` bytes.
 fn record_within<T: serde::Serialize + ?Sized>(value: &T, cap: usize) -> String {
+    // A small record (one without `verbose`'s tensor list) is written without growing.
     let mut out = Bounded {
-        out: b"{\"record\":".to_vec(),
+        out: Vec::with_capacity(512.min(cap)),
         cap,
         over: false,
     };
+    out.out.extend_from_slice(b"{\"record\":");
     match records::write_json(&mut out, value) {
         Ok(()) => {
             let mut out = out.out;
@@ -207,7 +238,7 @@ pub fn scrub_url_in(message: &str, url: &str) -> String {
 /// The usage error of `options` (JSON), or `""` when they resolve.
 #[wasm_bindgen(js_name = optionsError)]
 pub fn options_error(options: &str) -> String {
-    match resolve(options) {
+    match resolve_cached(options) {
         Ok(_) => String::new(),
         Err(m) => m,
     }
@@ -217,8 +248,8 @@ pub fn options_error(options: &str) -> String {
 /// and can check one (`expectSha256` gives the hash of one file).
 #[wasm_bindgen(js_name = indexOptionsError)]
 pub fn index_options_error(options: &str) -> String {
-    match resolve(options) {
-        Ok(r) => r.not_for_a_set.unwrap_or_default(),
+    match resolve_cached(options) {
+        Ok(r) => r.not_for_a_set.clone().unwrap_or_default(),
         Err(m) => m,
     }
 }
@@ -228,7 +259,7 @@ pub fn index_options_error(options: &str) -> String {
 /// too when the options read it); without it, `bytes` are the whole file.
 #[wasm_bindgen(js_name = checkBytes)]
 pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> String {
-    let r = match resolve(options) {
+    let r = match resolve_cached(options) {
         Ok(r) => r,
         Err(m) => return usage(&m),
     };
@@ -320,7 +351,7 @@ fn header_too_large(first: &[u8], config: &Config) -> Option<ReadError> {
 #[derive(Debug)]
 pub struct Stream {
     checker: Option<Checker<'static>>,
-    resolved: Resolved,
+    resolved: Rc<Resolved>,
     len: u64,
     /// The file's first bytes, up to the length field's 8.
     head: Vec<u8>,
@@ -329,7 +360,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    fn start(resolved: Resolved, len: u64) -> Stream {
+    fn start(resolved: Rc<Resolved>, len: u64) -> Stream {
         Stream {
             checker: Some(Checker::new(&resolved.config).with_len(len)),
             resolved,
@@ -370,7 +401,7 @@ impl Stream {
 /// options or the length are not usable (the wrapper checks both first).
 #[wasm_bindgen(js_name = openStream)]
 pub fn open_stream(options: &str, len: f64) -> Option<Stream> {
-    let resolved = resolve(options).ok()?;
+    let resolved = resolve_cached(options).ok()?;
     Some(Stream::start(resolved, length(len)?))
 }
 
@@ -449,7 +480,7 @@ const MAX_SHARDS: usize = 100_000;
 #[derive(Debug)]
 pub struct IndexSession {
     index: Vec<u8>,
-    resolved: Resolved,
+    resolved: Rc<Resolved>,
     /// Each shard read: its result, or why it could not be read (a kind and a message).
     shards: BTreeMap<String, Result<Checked<'static>, (ReadErrorKind, String)>>,
     listing: Option<Vec<String>>,
@@ -459,7 +490,7 @@ pub struct IndexSession {
 /// resolve (the wrapper checks them first).
 #[wasm_bindgen(js_name = openIndex)]
 pub fn open_index(index: Vec<u8>, options: &str) -> Option<IndexSession> {
-    let resolved = resolve(options)
+    let resolved = resolve_cached(options)
         .ok()
         .filter(|r| r.not_for_a_set.is_none())?;
     Some(IndexSession {
@@ -506,7 +537,7 @@ impl IndexSession {
     /// length that is not one.
     #[wasm_bindgen(js_name = openShard)]
     pub fn open_shard(&self, len: f64) -> Option<Stream> {
-        Some(Stream::start(self.resolved.clone(), length(len)?))
+        Some(Stream::start(Rc::clone(&self.resolved), length(len)?))
     }
 
     /// The shard `name`, checked by `stream` (fed to its end).
