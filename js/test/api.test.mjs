@@ -51,6 +51,17 @@ test("options are resolved by the gate and named as JS users write them", () => 
   assert.throws(() => st.checkHeader(bytes, undefined, { depp: true }), (e) => e instanceof st.UsageError && /unknown field `depp`/.test(e.message));
   assert.throws(() => st.checkHeader(bytes, -1), st.UsageError);
   assert.throws(() => st.checkHeader("not bytes"), st.UsageError);
+  // Bytes and options both wrong: the options' error is the one thrown (checkHeader makes one
+  // call into the module, and asks for the options' error first only then).
+  assert.throws(() => st.checkHeader("not bytes", undefined, { depp: true }), /unknown field `depp`/);
+  assert.throws(() => st.checkHeader(bytes, -1, { profile: "lenient" }), /profile/);
+  // The module keeps the last options resolved: other options after them are resolved anew.
+  assert.notEqual(st.checkHeader(bytes, undefined, { deep: true }).deep, undefined);
+  assert.throws(() => st.checkHeader(bytes, undefined, { deep: true, depp: true }), /unknown field `depp`/);
+  const verbose = st.checkHeader(bytes, undefined, { verbose: true });
+  assert.ok(verbose.tensor_list !== undefined && verbose.deep === undefined);
+  const plain = st.checkHeader(bytes, undefined, {});
+  assert.ok(plain.tensor_list === undefined && plain.deep === undefined);
 });
 
 test("the CLI and JavaScript refuse the same option values in the same words", () => {
