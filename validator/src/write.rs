@@ -180,10 +180,12 @@ pub fn header(
             .cmp(&tensors[a].dtype)
             .then(tensors[a].name.cmp(tensors[b].name))
     });
-    for pair in order.windows(2) {
-        if tensors[pair[0]].name == tensors[pair[1]].name {
-            return Err(WriteError::DuplicateName(tensors[pair[0]].name.to_owned()));
-        }
+    // By name alone: in the writing order, two tensors of one name and different dtypes are
+    // not neighbours.
+    let mut names: Vec<&str> = tensors.iter().map(|t| t.name).collect();
+    names.sort_unstable();
+    if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(WriteError::DuplicateName(pair[0].to_owned()));
     }
     let mut meta: Vec<(&str, &str)> = metadata.to_vec();
     meta.sort_unstable();

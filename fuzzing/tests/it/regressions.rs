@@ -89,3 +89,23 @@ fn reference_max_dimension_then_zero() {
         Differential::Documented(Rule::SizeOverflow)
     );
 }
+
+/// Found by `writer` (kept as fuzz/corpus/writer/regression-name-repeated-under-another-dtype):
+/// the canonical writer looked for a repeated name among neighbours in its writing order
+/// (dtype, then name), where two tensors of one name and different dtypes are not neighbours,
+/// and wrote a file the validator rejects (`JSON-DUPLICATE-KEY`).
+#[test]
+fn writer_refuses_a_name_repeated_under_another_dtype() {
+    use stcheck::write::{serialize, TensorSpec, WriteError};
+    use stcheck::Dtype;
+    let got = serialize(
+        &[
+            TensorSpec::new("w", Dtype::F32, &[1], &[0; 4]),
+            TensorSpec::new("v", Dtype::U8, &[1], &[0]),
+            TensorSpec::new("w", Dtype::U8, &[1], &[0]),
+        ],
+        &[],
+    );
+    assert_eq!(got, Err(WriteError::DuplicateName("w".into())));
+    fuzzing::check_writer(b"}\0:&\0}\0\0:\x94\xb0");
+}
