@@ -583,6 +583,20 @@ fn batch_of(targets: &[Bound<'_, PyAny>], kinds: &[u8], opts: Opts) -> PyResult<
         .map(|(t, kind)| Item::of(*kind, t))
         .collect::<PyResult<Vec<_>>>()?;
     let mut run = Run::new(opts, None)?;
+    // `expect_sha256` names one file: a batch of several targets is refused, as the CLI
+    // refuses several paths.
+    let as_targets: Vec<Target> = items
+        .iter()
+        .map(|i| match i {
+            Item::Path(p) => stcheck_gate::target_of(p.clone()),
+            Item::Url(u) => Target::Url(u.clone()),
+            Item::Bytes(_) => Target::Stdin,
+        })
+        .collect();
+    run.gate
+        .options()
+        .one_file(&as_targets)
+        .map_err(|e| PyValueError::new_err(e.0))?;
     // Set only for a batch with URLs: it builds the run's HTTP client, to know its timeout.
     if items.iter().any(|i| matches!(i, Item::Url(_))) {
         run.gate = run.gate.one_deadline();

@@ -466,6 +466,10 @@ def test_the_same_file_and_published_ids_give_the_clis_verdict_by_every_route(
         (tmp_path / "b.safetensors").write_bytes(data)
         with pytest.raises(ValueError, match="expect_sha256= gives the SHA-256 of one file"):
             stcheck.records_tree([tmp_path], expect_sha256=real)
+        # A batch of several targets too (records, lines, the Dask partitions' columns).
+        with pytest.raises(ValueError, match="expect_sha256= gives the SHA-256 of one file"):
+            stcheck.records([str(path), data], expect_sha256=real)
+        assert outcome(stcheck.records([data], expect_sha256=real)[0])[0] == "valid"
         with pytest.raises(ValueError, match="is not a SHA-256"):
             stcheck.check(path, expect_sha256="abc")
     finally:
