@@ -29,6 +29,11 @@ pub(crate) struct Urls {
 }
 
 impl Urls {
+    /// `targets` with each whole repository among them replaced by its targets
+    /// ([`Urls::repository`]), in the order given. The repositories are listed at once, up to
+    /// the URL jobs (`--url-jobs`) at a time on the run's one client and its kept connections:
+    /// a listing is a few round trips (revision, pages, indexes), and one after another they
+    /// were half of a run of whole repositories at a real hub's latency.
     pub(crate) fn expand(
         &self,
         o: &RunOptions,
@@ -36,18 +41,50 @@ impl Urls {
         targets: Vec<Target>,
     ) -> Vec<Target> {
         use super::Remote;
-        if !targets
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let addresses: Vec<String> = targets
             .iter()
-            .any(|t| matches!(t, Target::Url(a) if Remote::is_repository(a)))
-        {
+            .filter_map(|t| match t {
+                Target::Url(a) if Remote::is_repository(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
+        if addresses.is_empty() {
             return targets;
         }
+        let planned: Vec<OnceLock<Vec<Target>>> =
+            addresses.iter().map(|_| OnceLock::new()).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            while let Some((address, slot)) = {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                addresses.get(i).zip(planned.get(i))
+            } {
+                let mut out = Vec::new();
+                self.repository(o, config, address, &mut out);
+                let _ = slot.set(out);
+            }
+        };
+        std::thread::scope(|s| {
+            // This thread is one of the jobs: a thread that cannot be started is one job less.
+            for _ in 1..o.url_jobs().min(addresses.len()) {
+                let spawned = std::thread::Builder::new()
+                    .name("stcheck-hub-plan".into())
+                    .spawn_scoped(s, work);
+                if spawned.is_err() {
+                    break;
+                }
+            }
+            work();
+        });
+        let mut planned = planned.into_iter().map(OnceLock::into_inner);
         let mut out = Vec::with_capacity(targets.len());
         for t in targets {
             match t {
-                Target::Url(a) if Remote::is_repository(&a) => {
-                    self.repository(o, config, &a, &mut out)
-                }
+                Target::Url(a) if Remote::is_repository(&a) => match planned.next().flatten() {
+                    Some(listed) => out.extend(listed),
+                    None => self.repository(o, config, &a, &mut out),
+                },
                 t => out.push(t),
             }
         }

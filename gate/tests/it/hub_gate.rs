@@ -143,3 +143,91 @@ fn gate_targets_list_a_repository_at_one_commit() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 34: the repositories of a run are listed at once, up to the URL jobs (`--url-jobs`)
+/// and no more, each at the commit its revision names, in the order given. Each revision
+/// request is held until as many have arrived as jobs may list at once (a hang guard only
+/// bounds the wait): listed one after another, the most listing requests in flight is 1.
+#[test]
+fn gate_targets_list_the_repositories_of_a_run_at_once_up_to_the_url_jobs() {
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::{Duration, Instant};
+    const JOBS: usize = 2;
+    const REPOSITORIES: usize = 5;
+    let _env = crate::env_lock();
+    let commit = |i: usize| format!("{:040x}", i + 1);
+    let arrived = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let model = zeros_file(2);
+    let server = {
+        let arrived = Arc::clone(&arrived);
+        Server::start_counting(
+            |req| req.path().starts_with("/api/"),
+            move |req| {
+                let path = req.path();
+                for i in 0..REPOSITORIES {
+                    let c = commit(i);
+                    if path == format!("/api/models/org/r{i}/revision/main") {
+                        let (count, changed) = &*arrived;
+                        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+                        *n += 1;
+                        changed.notify_all();
+                        let guard = Instant::now() + Duration::from_secs(20);
+                        while *n < JOBS && Instant::now() < guard {
+                            let left = guard.saturating_duration_since(Instant::now());
+                            n = changed
+                                .wait_timeout(n, left)
+                                .map_or_else(|e| e.into_inner().0, |r| r.0);
+                        }
+                        return Reply::new(200).body(format!(r#"{{"sha":"{c}"}}"#));
+                    }
+                    if path == format!("/api/models/org/r{i}/tree/{c}") {
+                        return Reply::new(200)
+                            .body(r#"[{"type":"file","path":"model.safetensors","size":1}]"#);
+                    }
+                    if path == format!("/org/r{i}/resolve/{c}/model.safetensors") {
+                        return serve_file(req, &model, true).header("X-Repo-Commit", c.as_str());
+                    }
+                }
+                Reply::new(404)
+            },
+        )
+    };
+    std::env::set_var("HF_ENDPOINT", server.url(""));
+    std::env::remove_var("HF_TOKEN");
+    let mut options = RunOptions::default();
+    options.url_jobs = Some(JOBS);
+    let gate = Gate::new(options).expect("options");
+    let args: Vec<OsString> = (0..REPOSITORIES)
+        .map(|i| OsString::from(format!("hf://org/r{i}")))
+        .collect();
+    let targets = gate.targets(&args);
+    let shown: Vec<String> = targets
+        .iter()
+        .map(|t| match t {
+            Target::Url(u) => u.clone(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let expected: Vec<String> = (0..REPOSITORIES)
+        .map(|i| format!("hf://org/r{i}@{}/model.safetensors", commit(i)))
+        .collect();
+    assert_eq!(shown, expected);
+    assert_eq!(server.most_in_flight(), JOBS, "listing requests at once");
+    let listed = server
+        .requests()
+        .iter()
+        .filter(|r| r.path().starts_with("/api/"))
+        .count();
+    assert_eq!(
+        listed,
+        2 * REPOSITORIES,
+        "a revision and a listing page each"
+    );
+    let mut sink = Collect::default();
+    for t in &targets {
+        assert_eq!(
+            gate.check(t, 1, &|_: u64| {}, &mut sink).status,
+            Status::Valid
+        );
+    }
+}
