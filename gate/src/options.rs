@@ -825,34 +825,6 @@ impl RunOptions {
         self.expect_sha256.as_deref().map(|hex| (source, hex))
     }
 
-    /// With `--expect-sha256`, the run must check exactly one file (a path, standard input or
-    /// a URL of a file; a repository of one file too, once [`crate::Gate::plan`] listed it): a hash
-    /// given for several files, a directory walked or a sharded set is a usage error, as is
-    /// a run with nothing else to check.
-    pub fn one_file(&self, targets: &[crate::walk::Target]) -> Result<(), UsageError> {
-        if self.expect_sha256.is_none() {
-            return Ok(());
-        }
-        use crate::walk::Target;
-        let name = self.name(Opt::ExpectSha256);
-        match targets {
-            [Target::File(_) | Target::Stdin] => Ok(()),
-            [Target::Url(u)] if !crate::target::names_index(u) => Ok(()),
-            [Target::Index(..)] | [Target::Url(_)] => Err(UsageError(format!(
-                "{name} gives the SHA-256 of one file, and a sharded set has several: check \
-                 each shard with its own"
-            ))),
-            [_] => Err(UsageError(format!(
-                "{name} gives the SHA-256 of one file, and the one target is not a file to check"
-            ))),
-            _ => Err(UsageError(format!(
-                "{name} gives the SHA-256 of one file, and the run has {} targets (a \
-                 directory's files, a repository's files and each PATH count): check one file",
-                targets.len()
-            ))),
-        }
-    }
-
     /// Whether the reference crate runs (its verdict decides, or is compared).
     pub fn wants_reference(&self) -> bool {
         self.compare_reference || self.profile == Profile::Reference

@@ -59,6 +59,37 @@ enum Named {
     Special(PathBuf, FileKind),
 }
 
+// A method of the options, kept beside the targets it judges: the options module does not
+// know the walk's targets (the walk depends on the options, not the other way round).
+impl crate::options::RunOptions {
+    /// With `--expect-sha256`, the run must check exactly one file (a path, standard input or
+    /// a URL of a file; a repository of one file too, once [`crate::Gate::plan`] listed it): a hash
+    /// given for several files, a directory walked or a sharded set is a usage error, as is
+    /// a run with nothing else to check.
+    pub fn one_file(&self, targets: &[Target]) -> Result<(), crate::options::UsageError> {
+        if self.expect_sha256.is_none() {
+            return Ok(());
+        }
+        let name = self.name(crate::options::Opt::ExpectSha256);
+        match targets {
+            [Target::File(_) | Target::Stdin] => Ok(()),
+            [Target::Url(u)] if !crate::target::names_index(u) => Ok(()),
+            [Target::Index(..)] | [Target::Url(_)] => Err(crate::options::UsageError(format!(
+                "{name} gives the SHA-256 of one file, and a sharded set has several: check \
+                 each shard with its own"
+            ))),
+            [_] => Err(crate::options::UsageError(format!(
+                "{name} gives the SHA-256 of one file, and the one target is not a file to check"
+            ))),
+            _ => Err(crate::options::UsageError(format!(
+                "{name} gives the SHA-256 of one file, and the run has {} targets (a \
+                 directory's files, a repository's files and each PATH count): check one file",
+                targets.len()
+            ))),
+        }
+    }
+}
+
 /// Expand the command-line paths into targets as a run's options say: links, empty
 /// directories, files of other weight formats (each face's option names in the messages).
 pub fn expand_for(paths: &[OsString], options: &crate::options::RunOptions) -> Vec<Target> {
