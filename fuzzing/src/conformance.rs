@@ -263,7 +263,7 @@ fn tree(dir: &Path, out: &mut (usize, u64, Vec<PathBuf>)) {
 }
 
 /// The `corpus_archive` target: the first byte chooses raw gzip bytes (the rest of the input
-/// is the archive) or members built from the rest ([`members`]), with a `RELEASE.json` that
+/// is the archive) or members built from the rest (`members`), with a `RELEASE.json` that
 /// describes them honestly or not. The archive is unpacked into `T/work/cache`: nothing is
 /// ever written outside the cache; a refused archive leaves nothing in it; an unpacked release
 /// holds at most `MAX_ENTRIES` files and links and `MAX_UNPACKED` bytes, every link in it
