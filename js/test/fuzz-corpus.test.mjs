@@ -12,7 +12,7 @@ import { join } from "node:path";
 
 import { PKG, ROOT, cli, comparable } from "./helpers.mjs";
 
-const st = await import(join(PKG, "stcheck.js"));
+const st = await import(join(PKG, "node.js"));
 // The targets whose inputs are files as they are (stream's end in a chunk schedule,
 // fast_path's lack the length field, the others are not files).
 const TARGETS = ["validate", "differential", "deep_scan", "portable", "reference_profile", "file_source"];
