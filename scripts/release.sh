@@ -16,7 +16,8 @@
 # crates.io, in dependency order (log in target/release-publish.log).
 #
 # Reproducible: timestamps come from SOURCE_DATE_EPOCH (the last commit's time), archives are
-# written sorted with fixed owners, and two runs give the same bytes (checked by CI). Needs
+# written sorted with fixed owners, no path of the build machine is compiled in, and two runs
+# give the same bytes (checked by CI). Needs
 # cargo, python3 and PyPI (maturin, ziglang, auditwheel into target/dist-venv) and crates.io
 # (cargo-cyclonedx under target/tools) the first time.
 #
@@ -44,6 +45,10 @@ version="$(bash scripts/version.sh)"
 out="$root/target/release-artifacts"
 target="${CARGO_TARGET_DIR:-$root/target}"
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}"
+# Paths of the build machine are not part of the artifacts: the checkout and cargo's registry
+# are written as fixed prefixes in panic locations and debug strings, so a clone in another
+# directory, or another user's cargo home, builds the same bytes.
+remap="--remap-path-prefix=$root=/build/stcheck --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/build/cargo"
 
 step "tools: maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION, auditwheel $AUDITWHEEL_VERSION"
 venv="$root/target/dist-venv"
@@ -61,10 +66,10 @@ mkdir -p "$out"
 zig=(--release --strip --zig --compatibility manylinux2014 --target "$TRIPLE")
 
 step "the stcheck-cli wheel (cli/wheel)"
-(cd cli/wheel && maturin build --quiet "${zig[@]}" -o "$out")
+(cd cli/wheel && RUSTFLAGS="$remap" maturin build --quiet "${zig[@]}" -o "$out")
 
 step "the Python package's wheel and sdist (python/)"
-maturin build --quiet "${zig[@]}" -m python/Cargo.toml -o "$out"
+RUSTFLAGS="$remap" maturin build --quiet "${zig[@]}" -m python/Cargo.toml -o "$out"
 maturin sdist -m python/Cargo.toml -o "$out" > /dev/null
 
 step "the corpus release and the conformance wheel (conformance/wheel)"
@@ -74,7 +79,7 @@ rm -rf "$data"
 "$target/debug/stcorpus" pack --out "$data/data/share/stcheck-conformance/stcheck-corpus.tar.gz" > /dev/null
 corpus_version="$(sed -n 's/^## \([0-9][0-9.]*\)$/\1/p' corpus/CHANGELOG.md | head -1)"
 cp "$data/data/share/stcheck-conformance/stcheck-corpus.tar.gz" "$out/stcheck-corpus-$corpus_version.tar.gz"
-(cd conformance/wheel && maturin build --quiet "${zig[@]}" -o "$out")
+(cd conformance/wheel && RUSTFLAGS="$remap" maturin build --quiet "${zig[@]}" -o "$out")
 
 step "the npm tarball (js/build.sh --pack)"
 bash js/build.sh --pack
@@ -82,7 +87,7 @@ cp "$root"/target/js-pack/stcheck-"$version".tgz "$out/"
 
 step "the static stcheck binary"
 # crt-static links glibc into the binary; its own target directory, as RUSTFLAGS differ.
-RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$root/target/static" \
+RUSTFLAGS="-C target-feature=+crt-static $remap" CARGO_TARGET_DIR="$root/target/static" \
   cargo build --quiet --locked --release -p stcheck-cli --target "$TRIPLE"
 static="$root/target/static/$TRIPLE/release/stcheck"
 # Static (a static-pie): no program interpreter and no shared library needed (ldd says
