@@ -396,7 +396,10 @@ impl Shared {
     fn log(&self, protocol: &str, outcome: &Outcome, bytes: u64, took: Duration) {
         use std::io::Write;
         self.metrics.verdict(outcome, took);
-        let rule = outcome.rule.unwrap_or("");
+        let rule = match outcome.verdict {
+            Verdict::Invalid => outcome.signature(),
+            Verdict::Valid | Verdict::NotChecked => "",
+        };
         let (secs, micros) = (took.as_secs(), took.subsec_micros());
         let verdict = outcome.verdict.as_str();
         let json = self.log_json.load(Relaxed);
@@ -747,10 +750,7 @@ async fn clamd_connection<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<
 fn clamd_answer(outcome: &Outcome) -> String {
     match outcome.verdict {
         Verdict::Valid => "stream: OK".into(),
-        Verdict::Invalid => format!(
-            "stream: SAFETENSORS.{} FOUND",
-            outcome.rule.unwrap_or("INVALID")
-        ),
+        Verdict::Invalid => format!("stream: SAFETENSORS.{} FOUND", outcome.signature()),
         Verdict::NotChecked => {
             let why: String = outcome
                 .message
@@ -792,8 +792,9 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
     let mut framing = Framing::new(limits.max_stream);
     let mut stream = Some(check.stream());
     let mut answered = false;
-    let fail =
-        |kind: ReadErrorKind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why));
+    let fail = |kind: ReadErrorKind, why: &str| {
+        check.unchecked(&stcheck::ReadError::new(kind, why), false)
+    };
     loop {
         let mut at = 0;
         let mut early: Option<Outcome> = None;
@@ -821,9 +822,9 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
                         Some(Frame::Data(d)) => {
                             sh.metrics.bytes_read.fetch_add(d.len() as u64, Relaxed);
                             if let Some(s) = stream.as_mut() {
-                                if s.feed(d) {
+                                if s.feed(d).await {
                                     if let Some(s) = stream.take() {
-                                        early = Some(check.finish(s));
+                                        early = Some(check.finish(s, false).await);
                                     }
                                 }
                             }
@@ -880,7 +881,7 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
         return false;
     }
     if let Some(s) = stream.take() {
-        let outcome = check.finish(s);
+        let outcome = check.finish(s, false).await;
         sh.log("clamd", &outcome, framing.total(), started.elapsed());
         drop(slot);
         return reply(
@@ -1098,7 +1099,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
             "the body ({total} bytes or more) passes the limit of {} bytes",
             limits.max_stream
         );
-        check.unchecked(&stcheck::ReadError::new(ReadErrorKind::TooLarge, why))
+        check.unchecked(&stcheck::ReadError::new(ReadErrorKind::TooLarge, why), true)
     };
     if let Some(n) = declared.filter(|&n| n > limits.max_stream) {
         let outcome = too_large(n);
@@ -1131,7 +1132,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
     let mut stream = Some(check.stream());
     let mut decided: Option<Outcome> = None;
     let mut total = 0u64;
-    let fail = |kind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why));
+    let fail = |kind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why), true);
     loop {
         let until = deadline.min(Instant::now() + limits.read_timeout);
         let (why, code) = match tokio::time::timeout_at(until.into(), body.frame()).await {
@@ -1150,9 +1151,11 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
                 }
                 sh.metrics.bytes_read.fetch_add(data.len() as u64, Relaxed);
                 if let Some(s) = stream.as_mut() {
-                    if s.feed(&data) {
+                    if s.feed(&data).await {
                         // Known now; the rest of the body is read and discarded.
-                        decided = stream.take().map(|s| check.finish(s));
+                        if let Some(s) = stream.take() {
+                            decided = Some(check.finish(s, true).await);
+                        }
                     }
                 }
                 continue;
@@ -1188,7 +1191,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
     }
     let outcome = match (decided, stream) {
         (Some(o), _) => o,
-        (None, Some(s)) => check.finish(s),
+        (None, Some(s)) => check.finish(s, true).await,
         (None, None) => fail(ReadErrorKind::Io, "no verdict"),
     };
     drop(slot);
@@ -1217,7 +1220,7 @@ impl Drop for Left<'_> {
         let why = "the client went away before the body's end";
         let outcome = self
             .check
-            .unchecked(&stcheck::ReadError::new(ReadErrorKind::Io, why));
+            .unchecked(&stcheck::ReadError::new(ReadErrorKind::Io, why), false);
         sh.log("http", &outcome, self.bytes, self.started.elapsed());
     }
 }
