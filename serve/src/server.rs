@@ -57,7 +57,7 @@ struct Current {
 
 impl Current {
     /// What `settings` make, or why the service cannot run with them (`workers`: the
-    /// semaphore to keep when the number of workers is the same).
+    /// service's one semaphore of workers, kept across reloads and resized by them).
     fn new(settings: Settings, workers: Option<&Arc<Semaphore>>) -> Result<Current, String> {
         let check = Check::new(settings.options.clone())?;
         let tls = crate::tls::config(&settings)?;
@@ -120,6 +120,8 @@ pub struct Server {
     made_socket: bool,
     /// Its sockets were passed by a service manager.
     passed: bool,
+    /// The runtime it runs on (a reload may be called from outside it).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Server {
@@ -211,6 +213,7 @@ impl Server {
             made_socket: !passed_any && s.clamd_socket.is_some(),
             passed: passed_any,
             shared: shared.clone(),
+            runtime: tokio::runtime::Handle::current(),
         };
         if let Some(l) = clamd {
             tokio::spawn(accept_tcp(l, shared.clone(), Protocol::Clamd));
@@ -249,8 +252,9 @@ impl Server {
         new.clamd_socket = o.clamd_socket.clone();
         new.http = o.http;
         new.clamd_allow_remote = o.clamd_allow_remote;
-        let same_workers = (new.limits.workers == o.limits.workers).then_some(&old.workers);
-        let current = Current::new(new, same_workers)?;
+        let (from, to) = (o.limits.workers, new.limits.workers);
+        let current = Current::new(new, Some(&old.workers))?;
+        resize(&self.runtime, &current.workers, from, to);
         sh.log_json.store(current.settings.log_json, Relaxed);
         *sh.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
         said.extend(self.limits_line());
@@ -419,6 +423,25 @@ impl Shared {
                 )
             };
         });
+    }
+}
+
+/// The one semaphore of workers, from `from` permits to `to`: more at once; fewer as the
+/// streams holding them end (a task takes the difference as they are released and forgets
+/// it; the semaphore is fair, so new streams wait behind it). Streams in flight keep their
+/// worker; those waiting in the queue stay in it.
+fn resize(runtime: &tokio::runtime::Handle, workers: &Arc<Semaphore>, from: usize, to: usize) {
+    if to > from {
+        workers.add_permits(to - from);
+    } else if let Ok(fewer) = u32::try_from(from - to) {
+        if fewer > 0 {
+            let workers = workers.clone();
+            runtime.spawn(async move {
+                if let Ok(taken) = workers.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
     }
 }
 

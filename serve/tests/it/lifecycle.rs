@@ -16,7 +16,7 @@ fn model() -> Vec<u8> {
     std::fs::read(support::root().join("examples/model.safetensors")).expect("example")
 }
 
-fn from_args(args: &[&str]) -> Settings {
+pub(crate) fn from_args(args: &[&str]) -> Settings {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     match Settings::from_args(&args).expect("settings") {
         Parsed::Run(s) => *s,
@@ -252,4 +252,54 @@ fn passed_sockets_without_names_or_none_under_listen_refuse_to_start() {
     let why = p.line("stcheck serve: the sockets passed cannot be used: ");
     assert!(why.contains("LISTEN_FDNAMES"), "{why}");
     assert_eq!(p.child.wait().expect("exit").code(), Some(2));
+}
+
+/// A clamd connection whose `INSTREAM` was admitted (its bytes are still to come).
+fn opened(clamd: SocketAddr) -> std::net::TcpStream {
+    let mut s = support::connect(clamd);
+    s.write_all(b"zINSTREAM\0").expect("send");
+    s
+}
+
+/// The rest of an opened stream, `bytes` whole, and its answer.
+fn ended(mut s: std::net::TcpStream, bytes: &[u8]) -> String {
+    s.write_all(&support::chunks(bytes, 1 << 16)).expect("send");
+    support::read_reply(&mut s)
+}
+
+#[test]
+fn a_reload_resizes_the_workers_and_streams_in_flight_keep_theirs() {
+    let model = model();
+    let config = support::scratch("workers.toml", "workers = 1\nqueue = 8\n");
+    let run = support::start(from_args(&[
+        "--config",
+        config.to_str().expect("UTF-8"),
+        "--clamd",
+        "127.0.0.1:0",
+    ]));
+    let clamd = run.clamd();
+    let a = opened(clamd);
+    run.until("a in flight", |s| s.streams() == (1, 0));
+    let b = opened(clamd);
+    run.until("b queued", |s| s.streams() == (1, 1));
+    // More workers: the stream waiting is admitted at once.
+    std::fs::write(&config, "workers = 2\nqueue = 8\n").expect("config");
+    run.server.reload().expect("reloaded");
+    run.until("b admitted", |s| s.streams() == (2, 0));
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: MaxThreads 2\n"));
+    // Fewer: the two in flight keep their workers; a new stream waits until fewer than one
+    // is in flight.
+    std::fs::write(&config, "workers = 1\nqueue = 8\n").expect("config");
+    run.server.reload().expect("reloaded");
+    let c = opened(clamd);
+    run.until("c queued", |s| s.streams() == (2, 1));
+    assert_eq!(ended(a, &model), "stream: OK");
+    // a's worker went to the reload (the pool is one smaller now), not to c.
+    assert_eq!(run.server.streams(), (1, 1));
+    assert_eq!(ended(b, &model), "stream: OK");
+    run.until("c admitted", |s| s.streams() == (1, 0));
+    assert_eq!(ended(c, &model), "stream: OK");
+    assert_eq!(run.server.verdicts(), (3, 0, 0));
+    run.stop();
+    let _ = std::fs::remove_file(&config);
 }
