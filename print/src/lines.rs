@@ -25,6 +25,8 @@ pub struct JsonLines<W: Write> {
     /// The rows of the records written, one per record, when asked for
     /// ([`JsonLines::with_rows`]).
     rows: Option<Vec<Row>>,
+    /// Whether the records of files are written (not with [`JsonLines::rows_only`]).
+    records: bool,
 }
 
 #[derive(Debug)]
@@ -42,6 +44,7 @@ impl<W: Write> JsonLines<W> {
             o,
             index: None,
             rows: None,
+            records: true,
         }
     }
 
@@ -49,6 +52,15 @@ impl<W: Write> JsonLines<W> {
     /// ([`JsonLines::take_rows`] hands them over).
     pub fn with_rows(mut self) -> Self {
         self.rows = Some(Vec::new());
+        self
+    }
+
+    /// Keep each file's [`Row`] without writing its record (a face that answers from the row
+    /// alone, as the service's clamd protocol does, makes no JSON it never sends). The rows
+    /// are the ones [`JsonLines::with_rows`] keeps.
+    pub fn rows_only(mut self) -> Self {
+        self.rows = Some(Vec::new());
+        self.records = false;
         self
     }
 
@@ -112,7 +124,9 @@ impl<W: Write> Sink for JsonLines<W> {
     ) -> io::Result<()> {
         let record = FileRecord::new(at.text, c, self.o, status);
         let record = fetched(read_via(record, via), Some(via));
-        records::write_line(&mut self.out, "file", &record)?;
+        if self.records {
+            records::write_line(&mut self.out, "file", &record)?;
+        }
         self.keep(|| record.row());
         Ok(())
     }
@@ -199,12 +213,16 @@ impl<W: Write> Sink for JsonLines<W> {
         match how {
             Unchecked::Policy => {
                 let record = NotCheckedRecord::new(at.text, why);
-                records::write_line(&mut self.out, "not_checked", &record)?;
+                if self.records {
+                    records::write_line(&mut self.out, "not_checked", &record)?;
+                }
                 self.keep(|| record.row());
             }
             Unchecked::Unreadable => {
                 let record = UnreadableRecord::new(at.text, why);
-                records::write_line(&mut self.out, "file", &record)?;
+                if self.records {
+                    records::write_line(&mut self.out, "file", &record)?;
+                }
                 self.keep(|| record.row());
             }
         }

@@ -51,9 +51,9 @@ impl Metrics {
             Verdict::NotChecked => &self.not_checked,
         }
         .fetch_add(1, Relaxed);
-        if let (Verdict::Invalid, Some(rule)) = (outcome.verdict, outcome.rule) {
+        if outcome.verdict == Verdict::Invalid {
             if let Ok(mut rules) = self.rules.lock() {
-                *rules.entry(rule).or_default() += 1;
+                *rules.entry(outcome.signature()).or_default() += 1;
             }
         }
         let s = took.as_secs_f64();

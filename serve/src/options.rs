@@ -7,8 +7,7 @@
 
 use stcheck_gate::options::{Face, Kind, Opt, RunOptions, Spec, Value};
 
-/// The run options a stream cannot use: how files are found and read, what URLs cost, and the
-/// reference crate's verdict beside the strict one.
+/// The run options a stream cannot use: how files are found and read, and what URLs cost.
 const NOT_FOR_A_STREAM: &[Opt] = &[
     Opt::Mode,
     Opt::FollowLinks,
@@ -21,8 +20,6 @@ const NOT_FOR_A_STREAM: &[Opt] = &[
     Opt::Timeout,
     Opt::Header,
     Opt::CaFile,
-    // The reference crate's verdict needs the file's length ([`refusal`]).
-    Opt::CompareReference,
 ];
 
 /// The options of one request only: the SHA-256 of the one file a request sends
@@ -64,15 +61,4 @@ pub fn set_text(run: &mut RunOptions, spec: &Spec, text: Option<&str>) -> Result
 /// Set `spec`'s option of `run` from a typed value (a configuration file's).
 pub fn set(run: &mut RunOptions, spec: &Spec, value: Value) -> Result<(), String> {
     run.set(spec.opt, value).map_err(|e| e.0)
-}
-
-/// What the service cannot do with options that resolve: the reference crate's verdict needs
-/// the whole header and the file's length before the stream ends, which a stream does not give.
-pub fn refusal(run: &RunOptions) -> Option<String> {
-    run.wants_reference().then(|| {
-        "the reference profile and --compare-reference are not served: the reference crate's \
-         verdict needs the file's length, which a stream does not declare (use the strict or \
-         portable profile)"
-            .to_owned()
-    })
 }

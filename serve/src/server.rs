@@ -57,7 +57,7 @@ struct Current {
 
 impl Current {
     /// What `settings` make, or why the service cannot run with them (`workers`: the
-    /// semaphore to keep when the number of workers is the same).
+    /// service's one semaphore of workers, kept across reloads and resized by them).
     fn new(settings: Settings, workers: Option<&Arc<Semaphore>>) -> Result<Current, String> {
         let check = Check::new(settings.options.clone())?;
         let tls = crate::tls::config(&settings)?;
@@ -120,6 +120,8 @@ pub struct Server {
     made_socket: bool,
     /// Its sockets were passed by a service manager.
     passed: bool,
+    /// The runtime it runs on (a reload may be called from outside it).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Server {
@@ -211,6 +213,7 @@ impl Server {
             made_socket: !passed_any && s.clamd_socket.is_some(),
             passed: passed_any,
             shared: shared.clone(),
+            runtime: tokio::runtime::Handle::current(),
         };
         if let Some(l) = clamd {
             tokio::spawn(accept_tcp(l, shared.clone(), Protocol::Clamd));
@@ -249,8 +252,9 @@ impl Server {
         new.clamd_socket = o.clamd_socket.clone();
         new.http = o.http;
         new.clamd_allow_remote = o.clamd_allow_remote;
-        let same_workers = (new.limits.workers == o.limits.workers).then_some(&old.workers);
-        let current = Current::new(new, same_workers)?;
+        let (from, to) = (o.limits.workers, new.limits.workers);
+        let current = Current::new(new, Some(&old.workers))?;
+        resize(&self.runtime, &current.workers, from, to);
         sh.log_json.store(current.settings.log_json, Relaxed);
         *sh.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
         said.extend(self.limits_line());
@@ -396,7 +400,10 @@ impl Shared {
     fn log(&self, protocol: &str, outcome: &Outcome, bytes: u64, took: Duration) {
         use std::io::Write;
         self.metrics.verdict(outcome, took);
-        let rule = outcome.rule.unwrap_or("");
+        let rule = match outcome.verdict {
+            Verdict::Invalid => outcome.signature(),
+            Verdict::Valid | Verdict::NotChecked => "",
+        };
         let (secs, micros) = (took.as_secs(), took.subsec_micros());
         let verdict = outcome.verdict.as_str();
         let json = self.log_json.load(Relaxed);
@@ -416,6 +423,25 @@ impl Shared {
                 )
             };
         });
+    }
+}
+
+/// The one semaphore of workers, from `from` permits to `to`: more at once; fewer as the
+/// streams holding them end (a task takes the difference as they are released and forgets
+/// it; the semaphore is fair, so new streams wait behind it). Streams in flight keep their
+/// worker; those waiting in the queue stay in it.
+fn resize(runtime: &tokio::runtime::Handle, workers: &Arc<Semaphore>, from: usize, to: usize) {
+    if to > from {
+        workers.add_permits(to - from);
+    } else if let Ok(fewer) = u32::try_from(from - to) {
+        if fewer > 0 {
+            let workers = workers.clone();
+            runtime.spawn(async move {
+                if let Ok(taken) = workers.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
     }
 }
 
@@ -747,10 +773,7 @@ async fn clamd_connection<S: AsyncRead + AsyncWrite + Unpin>(mut io: S, sh: Arc<
 fn clamd_answer(outcome: &Outcome) -> String {
     match outcome.verdict {
         Verdict::Valid => "stream: OK".into(),
-        Verdict::Invalid => format!(
-            "stream: SAFETENSORS.{} FOUND",
-            outcome.rule.unwrap_or("INVALID")
-        ),
+        Verdict::Invalid => format!("stream: SAFETENSORS.{} FOUND", outcome.signature()),
         Verdict::NotChecked => {
             let why: String = outcome
                 .message
@@ -792,8 +815,9 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
     let mut framing = Framing::new(limits.max_stream);
     let mut stream = Some(check.stream());
     let mut answered = false;
-    let fail =
-        |kind: ReadErrorKind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why));
+    let fail = |kind: ReadErrorKind, why: &str| {
+        check.unchecked(&stcheck::ReadError::new(kind, why), false)
+    };
     loop {
         let mut at = 0;
         let mut early: Option<Outcome> = None;
@@ -821,9 +845,9 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
                         Some(Frame::Data(d)) => {
                             sh.metrics.bytes_read.fetch_add(d.len() as u64, Relaxed);
                             if let Some(s) = stream.as_mut() {
-                                if s.feed(d) {
+                                if s.feed(d).await {
                                     if let Some(s) = stream.take() {
-                                        early = Some(check.finish(s));
+                                        early = Some(check.finish(s, false).await);
                                     }
                                 }
                             }
@@ -880,7 +904,7 @@ async fn instream<S: AsyncRead + AsyncWrite + Unpin>(
         return false;
     }
     if let Some(s) = stream.take() {
-        let outcome = check.finish(s);
+        let outcome = check.finish(s, false).await;
         sh.log("clamd", &outcome, framing.total(), started.elapsed());
         drop(slot);
         return reply(
@@ -1098,7 +1122,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
             "the body ({total} bytes or more) passes the limit of {} bytes",
             limits.max_stream
         );
-        check.unchecked(&stcheck::ReadError::new(ReadErrorKind::TooLarge, why))
+        check.unchecked(&stcheck::ReadError::new(ReadErrorKind::TooLarge, why), true)
     };
     if let Some(n) = declared.filter(|&n| n > limits.max_stream) {
         let outcome = too_large(n);
@@ -1131,7 +1155,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
     let mut stream = Some(check.stream());
     let mut decided: Option<Outcome> = None;
     let mut total = 0u64;
-    let fail = |kind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why));
+    let fail = |kind, why: &str| check.unchecked(&stcheck::ReadError::new(kind, why), true);
     loop {
         let until = deadline.min(Instant::now() + limits.read_timeout);
         let (why, code) = match tokio::time::timeout_at(until.into(), body.frame()).await {
@@ -1150,9 +1174,11 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
                 }
                 sh.metrics.bytes_read.fetch_add(data.len() as u64, Relaxed);
                 if let Some(s) = stream.as_mut() {
-                    if s.feed(&data) {
+                    if s.feed(&data).await {
                         // Known now; the rest of the body is read and discarded.
-                        decided = stream.take().map(|s| check.finish(s));
+                        if let Some(s) = stream.take() {
+                            decided = Some(check.finish(s, true).await);
+                        }
                     }
                 }
                 continue;
@@ -1188,7 +1214,7 @@ async fn check(req: Request<Incoming>, sh: &Arc<Shared>, now: &Current) -> Respo
     }
     let outcome = match (decided, stream) {
         (Some(o), _) => o,
-        (None, Some(s)) => check.finish(s),
+        (None, Some(s)) => check.finish(s, true).await,
         (None, None) => fail(ReadErrorKind::Io, "no verdict"),
     };
     drop(slot);
@@ -1217,7 +1243,7 @@ impl Drop for Left<'_> {
         let why = "the client went away before the body's end";
         let outcome = self
             .check
-            .unchecked(&stcheck::ReadError::new(ReadErrorKind::Io, why));
+            .unchecked(&stcheck::ReadError::new(ReadErrorKind::Io, why), false);
         sh.log("http", &outcome, self.bytes, self.started.elapsed());
     }
 }

@@ -134,3 +134,43 @@ fn no_rows_unless_asked() {
         .expect("written");
     assert!(sink.take_rows().is_empty());
 }
+
+#[test]
+fn rows_only_keeps_the_same_rows_and_writes_nothing() {
+    let config = Config::default().reference(true);
+    for profile in [Profile::Strict, Profile::Reference] {
+        let mut written = JsonLines::new(Vec::new(), Options::new(profile)).with_rows();
+        let mut bare = JsonLines::new(Vec::new(), Options::new(profile)).rows_only();
+        for file in [
+            "valid/dtype/bf16.safetensors",
+            "invalid/layout/contained.safetensors",
+        ] {
+            let bytes = corpus(file);
+            let checked = Checker::check_slice(&config, &bytes);
+            let status = Status::of_file(&checked, profile);
+            for sink in [&mut written, &mut bare] {
+                sink.file(&at(file), &checked, &Via::Memory, status)
+                    .expect("written");
+            }
+        }
+        let failed = ReadError::new(ReadErrorKind::Io, "permission denied");
+        let policy = ReadError::new(ReadErrorKind::NotRegular, "a FIFO");
+        for sink in [&mut written, &mut bare] {
+            sink.not_checked(&at("locked"), &failed, Unchecked::Unreadable)
+                .expect("written");
+            sink.not_checked(&at("pipe"), &policy, Unchecked::Policy)
+                .expect("written");
+        }
+        let rows = bare.take_rows();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows, written.take_rows());
+        assert!(bare.into_inner().is_empty());
+        assert_eq!(
+            String::from_utf8(written.into_inner())
+                .expect("UTF-8")
+                .lines()
+                .count(),
+            4
+        );
+    }
+}

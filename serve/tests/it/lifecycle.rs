@@ -16,7 +16,7 @@ fn model() -> Vec<u8> {
     std::fs::read(support::root().join("examples/model.safetensors")).expect("example")
 }
 
-fn from_args(args: &[&str]) -> Settings {
+pub(crate) fn from_args(args: &[&str]) -> Settings {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     match Settings::from_args(&args).expect("settings") {
         Parsed::Run(s) => *s,
@@ -140,13 +140,39 @@ fn sighup_reloads_the_process() {
     let _ = std::fs::remove_file(&config);
 }
 
-/// A loopback port free now (picked by the system, then let go): for a program that cannot
-/// be told port 0.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
+/// `systemd-socket-activate` (at `activate`) with `args(tcp)`, where `tcp` are `ports`
+/// loopback addresses: it cannot be told port 0, so each is a port the system picked and let
+/// go, which another process may take before the activator binds it. Then the activator says
+/// `Failed to listen on ...` and ends, and the ports are picked again (at most 20 times).
+/// Returns once it has bound every socket (its line for the last TCP address), with the
+/// addresses.
+fn activated(
+    activate: &Path,
+    ports: usize,
+    args: impl Fn(&[String]) -> Vec<String>,
+) -> (support::Process, Vec<String>) {
+    for _ in 0..20 {
+        let tcp: Vec<String> = (0..ports)
+            .map(|_| {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("port")
+                    .port();
+                format!("127.0.0.1:{port}")
+            })
+            .collect();
+        let args = args(&tcp);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut p = support::Process::spawn_program(activate, &args);
+        let last = format!("Listening on {} as ", tcp[ports - 1]);
+        match p.line_of(&[&last, "Failed to listen on "]) {
+            (0, _) => return (p, tcp),
+            _ => {
+                let _ = p.child.wait();
+            }
+        }
+    }
+    panic!("systemd-socket-activate could not bind free ports 20 times");
 }
 
 #[test]
@@ -161,27 +187,23 @@ fn systemd_socket_activation_gives_both_sockets_by_name() {
         s.clamd = None;
         s.http = None;
     });
-    let (c, h) = (free_port(), free_port());
     let sock = support::scratch("activated.sock", "");
     std::fs::remove_file(&sock).expect("rm");
     let sock_text = sock.to_str().expect("UTF-8").to_owned();
-    let (clamd_at, http_at) = (format!("127.0.0.1:{c}"), format!("127.0.0.1:{h}"));
-    let mut p = support::Process::spawn_program(
-        &activate,
-        &[
-            "-l",
-            &clamd_at,
-            "-l",
-            &sock_text,
-            "-l",
-            &http_at,
-            "--fdname=clamd:clamd:http",
-            env!("CARGO_BIN_EXE_stcheck-serve"),
-            "--listen",
-        ],
-    );
-    // The manager has bound the three sockets; the service starts at the first connection.
-    p.line(&format!("Listening on 127.0.0.1:{h} as 5."));
+    // The manager binds the three sockets; the service starts at the first connection.
+    let (mut p, tcp) = activated(&activate, 2, |tcp| {
+        let l = |a: &str| ["-l".to_owned(), a.to_owned()];
+        [l(&tcp[0]), l(&sock_text), l(&tcp[1])]
+            .concat()
+            .into_iter()
+            .chain([
+                "--fdname=clamd:clamd:http".to_owned(),
+                env!("CARGO_BIN_EXE_stcheck-serve").to_owned(),
+                "--listen".to_owned(),
+            ])
+            .collect()
+    });
+    let (clamd_at, http_at) = (tcp[0].clone(), tcp[1].clone());
     let clamd: SocketAddr = clamd_at.parse().expect("address");
     assert_eq!(command(clamd, b"zPING\0"), "PONG");
     assert_eq!(p.clamd(), clamd);
@@ -217,15 +239,67 @@ fn passed_sockets_without_names_or_none_under_listen_refuse_to_start() {
     ) else {
         return;
     };
-    let at = format!("127.0.0.1:{}", free_port());
-    let mut p = support::Process::spawn_program(
-        &activate,
-        &["-l", &at, env!("CARGO_BIN_EXE_stcheck-serve")],
-    );
-    p.line(&format!("Listening on {at} as 3."));
+    let (mut p, tcp) = activated(&activate, 1, |tcp| {
+        vec![
+            "-l".to_owned(),
+            tcp[0].clone(),
+            env!("CARGO_BIN_EXE_stcheck-serve").to_owned(),
+        ]
+    });
+    let at = &tcp[0];
     // The first connection starts it; it refuses the unnamed socket and exits.
-    let _ = std::net::TcpStream::connect(&at);
+    let _ = std::net::TcpStream::connect(at);
     let why = p.line("stcheck serve: the sockets passed cannot be used: ");
     assert!(why.contains("LISTEN_FDNAMES"), "{why}");
     assert_eq!(p.child.wait().expect("exit").code(), Some(2));
+}
+
+/// A clamd connection whose `INSTREAM` was admitted (its bytes are still to come).
+fn opened(clamd: SocketAddr) -> std::net::TcpStream {
+    let mut s = support::connect(clamd);
+    s.write_all(b"zINSTREAM\0").expect("send");
+    s
+}
+
+/// The rest of an opened stream, `bytes` whole, and its answer.
+fn ended(mut s: std::net::TcpStream, bytes: &[u8]) -> String {
+    s.write_all(&support::chunks(bytes, 1 << 16)).expect("send");
+    support::read_reply(&mut s)
+}
+
+#[test]
+fn a_reload_resizes_the_workers_and_streams_in_flight_keep_theirs() {
+    let model = model();
+    let config = support::scratch("workers.toml", "workers = 1\nqueue = 8\n");
+    let run = support::start(from_args(&[
+        "--config",
+        config.to_str().expect("UTF-8"),
+        "--clamd",
+        "127.0.0.1:0",
+    ]));
+    let clamd = run.clamd();
+    let a = opened(clamd);
+    run.until("a in flight", |s| s.streams() == (1, 0));
+    let b = opened(clamd);
+    run.until("b queued", |s| s.streams() == (1, 1));
+    // More workers: the stream waiting is admitted at once.
+    std::fs::write(&config, "workers = 2\nqueue = 8\n").expect("config");
+    run.server.reload().expect("reloaded");
+    run.until("b admitted", |s| s.streams() == (2, 0));
+    assert!(command(clamd, b"zSTATS\0").contains("LIMIT: MaxThreads 2\n"));
+    // Fewer: the two in flight keep their workers; a new stream waits until fewer than one
+    // is in flight.
+    std::fs::write(&config, "workers = 1\nqueue = 8\n").expect("config");
+    run.server.reload().expect("reloaded");
+    let c = opened(clamd);
+    run.until("c queued", |s| s.streams() == (2, 1));
+    assert_eq!(ended(a, &model), "stream: OK");
+    // a's worker went to the reload (the pool is one smaller now), not to c.
+    assert_eq!(run.server.streams(), (1, 1));
+    assert_eq!(ended(b, &model), "stream: OK");
+    run.until("c admitted", |s| s.streams() == (1, 0));
+    assert_eq!(ended(c, &model), "stream: OK");
+    assert_eq!(run.server.verdicts(), (3, 0, 0));
+    run.stop();
+    let _ = std::fs::remove_file(&config);
 }

@@ -315,6 +315,27 @@ impl Process {
         }
     }
 
+    /// The next line that starts with one of `prefixes`: which one, and what follows it.
+    pub(crate) fn line_of(&mut self, prefixes: &[&str]) -> (usize, String) {
+        loop {
+            match self.lines.recv_timeout(HANG_GUARD) {
+                Ok(line) => {
+                    self.said.push(line.clone());
+                    for (i, prefix) in prefixes.iter().enumerate() {
+                        if let Some(rest) = line.strip_prefix(prefix) {
+                            return (i, rest.to_owned());
+                        }
+                    }
+                }
+                Err(e) => panic!(
+                    "no line {prefixes:?} ({e}); it said {:?}; it ended: {:?}",
+                    self.said,
+                    self.child.try_wait()
+                ),
+            }
+        }
+    }
+
     /// The clamd address from its start-up line.
     pub(crate) fn clamd(&mut self) -> SocketAddr {
         self.line("stcheck serve: clamd on ")

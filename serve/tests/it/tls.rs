@@ -159,3 +159,67 @@ fn off_loopback_with_client_certificates_instead_of_a_token() {
         let _ = std::fs::remove_file(f);
     }
 }
+
+/// Plain HTTP: the answer, or `None` when what came back is not HTTP (a TLS alert, nothing).
+fn plain(at: SocketAddr) -> Option<u16> {
+    let mut s = connect(at);
+    let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    got.starts_with(b"HTTP/")
+        .then(|| support::read_response(&mut &got[..]).status)
+}
+
+/// One more `GET /healthz` on a keep-alive connection: whether it was answered `ok`.
+fn again(s: &mut std::net::TcpStream) -> bool {
+    let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nhost: t\r\n\r\n");
+    let mut got = Vec::new();
+    let mut b = [0u8; 256];
+    while !(got.windows(4).any(|w| w == b"\r\n\r\n") && got.ends_with(b"ok\n")) {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got.extend_from_slice(&b[..n]),
+        }
+    }
+    got.starts_with(b"HTTP/1.1 200")
+}
+
+#[test]
+fn a_reload_turns_tls_on_and_off_for_new_connections() {
+    let ca = Ca::new("stcheck serve reload CA");
+    let service = ca.issue(&["localhost", "127.0.0.1"]);
+    let cert = support::scratch("reload-cert.pem", &service.cert_pem);
+    let key = support::scratch("reload-key.pem", &service.key_pem);
+    let config = support::scratch("reload-tls.toml", "");
+    let run = support::start(crate::lifecycle::from_args(&[
+        "--config",
+        config.to_str().expect("UTF-8"),
+        "--http",
+        "127.0.0.1:0",
+    ]));
+    let at = run.http();
+    assert_eq!(plain(at), Some(200));
+    let mut before = connect(at);
+    assert!(again(&mut before));
+
+    let on = format!("tls-cert = {cert:?}\ntls-key = {key:?}\n");
+    std::fs::write(&config, on).expect("config");
+    run.server.reload().expect("reloaded");
+    // New connections speak TLS; plain HTTP is refused; the connection open keeps its own.
+    let valid = https(at, client(ca.pem(), None), "POST", "/v1/check", &model())
+        .expect("answered over TLS");
+    assert_eq!(valid.status, 200);
+    assert_eq!(plain(at), None);
+    run.until("the plain connection refused", |s| s.tls_refused() == 1);
+    assert!(again(&mut before), "the open connection keeps plain HTTP");
+
+    std::fs::write(&config, "").expect("config");
+    run.server.reload().expect("reloaded");
+    assert_eq!(plain(at), Some(200));
+    assert!(https(at, client(ca.pem(), None), "GET", "/healthz", b"").is_err());
+    assert_eq!(run.server.verdicts(), (1, 0, 0));
+    run.stop();
+    for f in [cert, key, config] {
+        let _ = std::fs::remove_file(f);
+    }
+}
