@@ -17,8 +17,9 @@ Three processes on 127.0.0.1:
   modelled, so a real hub's new connections cost one or two RTTs more than here).
 - this runner, which alternates the programs round by round and asks both for their counts.
 
-Scenarios (files per second = files checked / median wall time: stcheck's whole process;
-huggingface_hub's calls only, timed inside its process, without Python's start and imports):
+Scenarios (files per second = files checked / median wall time, the fastest and slowest
+round beside it: stcheck's whole process; huggingface_hub's calls only, timed inside its
+process, without Python's start and imports):
 - `files`: N single-file repositories, one URL each (`.../resolve/main/model.safetensors`),
   header-level check: `stcheck -q URL...` with the default `--url-jobs` and others;
   huggingface_hub's `get_safetensors_metadata(repo)` for each repository in a loop (its
@@ -483,14 +484,15 @@ def main() -> None:
             proxy.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         print(f"\n{scenario}: {files} files; load {min(loads):.1f}-{max(loads):.1f}")
-        print("| program | wall s | files/s | ratio | connections | requests | statuses |")
-        print("|---|---|---|---|---|---|---|")
+        print("| program | wall s | spread s | files/s | ratio | connections | requests | statuses |")
+        print("|---|---|---|---|---|---|---|---|")
         first = statistics.median(times[configs[0][0]])
         for name, _ in configs:
             med = statistics.median(times[name])
             conns, reqs, statuses = counts[name]
             st = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
-            print(f"| {name} | {med:.3f} | {files / med:.0f} | {first / med:.2f}x | {conns} | {reqs} | {st} |", flush=True)
+            spread = f"{min(times[name]):.3f}-{max(times[name]):.3f}"
+            print(f"| {name} | {med:.3f} | {spread} | {files / med:.0f} | {first / med:.2f}x | {conns} | {reqs} | {st} |", flush=True)
 
 
 if __name__ == "__main__":
