@@ -17,12 +17,13 @@ Three processes on 127.0.0.1:
   modelled, so a real hub's new connections cost one or two RTTs more than here).
 - this runner, which alternates the programs round by round and asks both for their counts.
 
-Scenarios (files per second = files checked / median wall time: stcheck's whole process;
-huggingface_hub's calls only, timed inside its process, without Python's start and imports):
+Scenarios (files per second = files checked / median wall time, the fastest and slowest
+round beside it: stcheck's whole process; huggingface_hub's calls only, timed inside its
+process, without Python's start and imports):
 - `files`: N single-file repositories, one URL each (`.../resolve/main/model.safetensors`),
   header-level check: `stcheck -q URL...` with the default `--url-jobs` and others;
   huggingface_hub's `get_safetensors_metadata(repo)` for each repository in a loop (its
-  default: one repository at a time) and from a pool of 8 threads.
+  default: one repository at a time) and from a pool of 8 threads (`--hf-threads`).
 - `repos`: R repositories of S shards each with an index: `stcheck -q hf://org/repo...`
   (listing, index, shards) against `get_safetensors_metadata(repo)` in a loop (it fetches
   the shards of one repository on its default thread pool).
@@ -30,7 +31,8 @@ huggingface_hub's calls only, timed inside its process, without Python's start a
   429s answered show whether the client waits or hammers.
 
 Usage: python3 benches/remote_rtt.py [--rtt-ms 50] [--files 400] [--repos 8x50] [--rounds 3]
-           [--url-jobs 8,16,32,64] [--hf-python PY] [--scenarios files,repos,ratelimit] [--bin BIN]
+           [--url-jobs 8,16,32,64] [--hf-python PY] [--hf-threads 1,8] [--redirect]
+           [--scenarios files,repos,ratelimit] [--bin BIN] [--baseline BIN]
        python3 benches/remote_rtt.py --help
 huggingface_hub: `python3 -m venv target/hfvenv && target/hfvenv/bin/pip install huggingface_hub`
 (found there by default; its cache goes to a scratch directory under target/remote_rtt/).
@@ -411,6 +413,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--url-jobs", default="", help="comma-separated --url-jobs values run beside the default (e.g. 8,16,32,64)")
     ap.add_argument("--hf-python", default=str(ROOT / "target" / "hfvenv" / "bin" / "python"), help="a Python with huggingface_hub ('' to skip)")
+    ap.add_argument("--hf-threads", default="1,8", help="files scenario: huggingface_hub runs, comma-separated threads (1: its default, a loop)")
     ap.add_argument("--scenarios", default="files,repos,ratelimit")
     ap.add_argument("--quota", type=int, default=100, help="requests per window of the ratelimit scenario (default 100)")
     ap.add_argument("--window", type=float, default=2.0, help="its window in seconds (default 2)")
@@ -443,8 +446,9 @@ def main() -> None:
             if a.baseline:
                 configs.append(("baseline (default)", [a.baseline, "-q", *urls]))
             if hf and scenario == "files":
-                configs.append(("hf get_safetensors_metadata, loop", [hf, "-c", HF_SCRIPT, base, "1", *repos]))
-                configs.append(("hf get_safetensors_metadata, 8 threads", [hf, "-c", HF_SCRIPT, base, "8", *repos]))
+                for t in (int(x) for x in a.hf_threads.split(",") if x):
+                    what = "loop" if t <= 1 else f"{t} threads"
+                    configs.append((f"hf get_safetensors_metadata, {what}", [hf, "-c", HF_SCRIPT, base, str(t), *repos]))
         else:
             files = r * s
             repos = [f"{ORG}/sharded{i}" for i in range(r)]
@@ -483,14 +487,15 @@ def main() -> None:
             proxy.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         print(f"\n{scenario}: {files} files; load {min(loads):.1f}-{max(loads):.1f}")
-        print("| program | wall s | files/s | ratio | connections | requests | statuses |")
-        print("|---|---|---|---|---|---|---|")
+        print("| program | wall s | spread s | files/s | ratio | connections | requests | statuses |")
+        print("|---|---|---|---|---|---|---|---|")
         first = statistics.median(times[configs[0][0]])
         for name, _ in configs:
             med = statistics.median(times[name])
             conns, reqs, statuses = counts[name]
             st = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
-            print(f"| {name} | {med:.3f} | {files / med:.0f} | {first / med:.2f}x | {conns} | {reqs} | {st} |", flush=True)
+            spread = f"{min(times[name]):.3f}-{max(times[name]):.3f}"
+            print(f"| {name} | {med:.3f} | {spread} | {files / med:.0f} | {first / med:.2f}x | {conns} | {reqs} | {st} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -528,7 +528,7 @@ fn run(o: &Options) -> u8 {
         return 2;
     }
     // URL targets wait on the network, not the CPU: they have a bound of their own
-    // (--url-jobs, default 32), and --jobs still caps the files checked here at once. One file
+    // (--url-jobs, default 64), and --jobs still caps the files checked here at once. One file
     // alone gets every thread for its deep scan (a header check needs none, and the number of
     // cores is not even asked: it reads the cgroup's quota); many files get one each.
     let is_url = |t: &Target| matches!(t, Target::Url(_));

@@ -196,9 +196,9 @@ pub const OPTIONS: &[Spec] = &[
         js: None,
         key: "url-jobs",
         names: ["--url-jobs", "url_jobs=", "urlJobs", "url-jobs"],
-        default: "32",
+        default: "64",
         doc: "The most URLs checked at the same time.",
-        help: "check N URLs in parallel (default 32: a URL waits on the\n\
+        help: "check N URLs in parallel (default 64: a URL waits on the\n\
                network, not the CPU; --jobs still caps the local files)",
     },
     Spec {
@@ -796,11 +796,14 @@ pub struct RunOptions {
 
 /// The default bound of URL targets checked at once: enough to hide a hub's latency, few
 /// enough to be polite to it. Chosen by measurement at a 50 ms round trip
-/// (`benches/remote_rtt.py`, figures in `docs/performance.md`): 400 header checks ran at
-/// 109-141 files/s with 8, 226 with 16, 419-479 with 32 and 488-606 with 64; 32 is the first
-/// past the 300 files/s a gate needs, with one kept connection per job, and a server that
-/// asks for a wait (429, `RateLimit`) holds every job back.
-pub const DEFAULT_URL_JOBS: usize = 32;
+/// (`benches/remote_rtt.py`, figures in `docs/performance.md`). The hub answers a file's
+/// `resolve` URL with a redirect to its storage, so a header check costs two round trips:
+/// 400 such checks ran at 261 files/s with 32 jobs, 335 with 48, 425 with 64 and 491 with 96
+/// (one run, load 12); 64 is the first with a margin past the 300 files/s a gate needs. Each
+/// job keeps one connection to a host, the sets' shards add at most as many helpers
+/// (`RemoteOptions::shard_helpers`), so a run has at most twice this many requests in flight
+/// to a host, and a server that asks for a wait (429, `RateLimit`) holds every job back.
+pub const DEFAULT_URL_JOBS: usize = 64;
 
 /// The default budget of HTTP requests of a run.
 pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;

@@ -21,9 +21,11 @@
 //!   A server lists no directory, so `INDEX-SHARD-UNLISTED` is checked remotely only for the
 //!   sets of a repository listed through the hub's API ([`Remote::list_repository`], used by
 //!   `Gate::plan` for `hf://org/repo[@revision]`, which hands the listing on as [`Known`]). Up to
-//!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time, within a budget
-//!   of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's check
-//!   in the index's order.
+//!   [`RemoteOptions::max_concurrent_shards`] shards are fetched at a time (one by the set's
+//!   own job, the others by helpers of the client's pool of
+//!   [`RemoteOptions::shard_helpers`], shared by all the sets checked at once), within a
+//!   budget of header bytes ([`RemoteOptions::shard_header_budget`]), and handed to the set's
+//!   check in the index's order.
 //!
 //! # Deadlines
 //!
@@ -181,12 +183,21 @@ pub struct RemoteOptions {
     /// fits costs one request. Default: 65,536.
     pub first_fetch: u64,
     /// Most shards of an index fetched at the same time (at least 1); they are still handed
-    /// to the set's check, and reported, in the index's order. Default: 4.
+    /// to the set's check, and reported, in the index's order. A set fetches one shard at a
+    /// time on its own and the others with helpers of the client's pool
+    /// ([`RemoteOptions::shard_helpers`]). Default: 8.
     pub max_concurrent_shards: usize,
+    /// Shard fetches the sets checked with this client may run beside their own one, all the
+    /// sets together: a set fetches up to [`RemoteOptions::max_concurrent_shards`] shards at
+    /// a time while helpers are free, and one when none is. So a run of many sets sends at
+    /// most its URL jobs plus this many requests at once, however many sets it checks; a
+    /// helper goes back to the pool when its set has no shard left to fetch. Default:
+    /// [`DEFAULT_URL_JOBS`](crate::options::DEFAULT_URL_JOBS).
+    pub shard_helpers: usize,
     /// Idle connections kept open per host for the next request: one for each job that may
     /// talk to a host at once, so a run of many files on one host opens about that many
     /// connections in all. Default: [`DEFAULT_URL_JOBS`](crate::options::DEFAULT_URL_JOBS)
-    /// x the default [`RemoteOptions::max_concurrent_shards`].
+    /// plus the default [`RemoteOptions::shard_helpers`].
     pub connections_per_host: usize,
     /// Header bytes the shards of one set fetched ahead may hold together: a shard whose
     /// header would pass it waits for the ones before it, so memory follows the largest
@@ -218,8 +229,9 @@ impl Default for RemoteOptions {
             backoff: Duration::from_millis(250),
             max_retry_after: Duration::from_secs(120),
             first_fetch: 64 * 1024,
-            max_concurrent_shards: 4,
-            connections_per_host: crate::options::DEFAULT_URL_JOBS * 4,
+            max_concurrent_shards: 8,
+            shard_helpers: crate::options::DEFAULT_URL_JOBS,
+            connections_per_host: crate::options::DEFAULT_URL_JOBS * 2,
             shard_header_budget: 16 << 20,
             max_requests: 1_000_000,
             headers: Vec::new(),
@@ -247,6 +259,7 @@ impl fmt::Debug for RemoteOptions {
             .field("max_retry_after", &self.max_retry_after)
             .field("first_fetch", &self.first_fetch)
             .field("max_concurrent_shards", &self.max_concurrent_shards)
+            .field("shard_helpers", &self.shard_helpers)
             .field("connections_per_host", &self.connections_per_host)
             .field("shard_header_budget", &self.shard_header_budget)
             .field("max_requests", &self.max_requests)
@@ -594,6 +607,9 @@ pub struct Remote {
     /// Until when each origin asked every job to wait (a 429's `Retry-After`, a `RateLimit`
     /// with no request left): one job told to wait holds back all the others.
     paused: http::Pauses,
+    /// The helpers free of [`RemoteOptions::shard_helpers`]: the sets' shard fetches beside
+    /// their own one.
+    helpers: std::sync::atomic::AtomicUsize,
     hf_endpoint: Url,
     hf_origin: Origin,
 }
@@ -664,6 +680,7 @@ impl Remote {
             .new_agent();
         Ok(Remote {
             agent,
+            helpers: std::sync::atomic::AtomicUsize::new(options.shard_helpers),
             options,
             sent: std::sync::atomic::AtomicU64::new(0),
             paused: http::Pauses::default(),

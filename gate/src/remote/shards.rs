@@ -7,7 +7,11 @@
 //! for the same names in the same order and queues at most `window` of them; up to
 //! [`RemoteOptions::max_concurrent_shards`](super::RemoteOptions::max_concurrent_shards)
 //! workers fetch the queued ones, and the checker takes each result from the queue when it
-//! asks for it. Nothing is fetched before the checker asks for its first shard (an index it
+//! asks for it. The first worker is the set's own; the planner adds the others while queued
+//! shards wait for one, each with a helper taken from the client's pool
+//! ([`RemoteOptions::shard_helpers`](super::RemoteOptions::shard_helpers)) without waiting
+//! for it, and a worker gives its helper back when no shard is left for it: however many sets
+//! are checked at once, their shards in flight are one a set plus the pool. Nothing is fetched before the checker asks for its first shard (an index it
 //! rejects costs no shard request), and nothing more once it is done or has failed.
 //!
 //! Memory follows the headers, not the number of workers: a shard holds its header's length
@@ -18,7 +22,7 @@
 use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -104,23 +108,14 @@ impl<'r> RemoteShards<'r> {
         config: &Config,
         on_shard: &mut dyn FnMut(&str, ShardOutcome<'_, '_>, Option<&ShardFetch>),
     ) -> Result<IndexReport, ReadError> {
-        let workers = self.remote.options.max_concurrent_shards.max(1);
         std::thread::scope(|s| {
+            // The set's own worker; the planner adds helpers while shards wait for one.
+            self.add_worker(s, config, None);
             let planner = std::thread::Builder::new()
                 .name("stcheck-shard-plan".into())
-                .spawn_scoped(s, || self.plan(index, config));
+                .spawn_scoped(s, || self.plan(index, config, s));
             if planner.is_err() {
                 lock(&self.shared.state).planned = true;
-            }
-            for _ in 0..workers {
-                lock(&self.shared.state).workers += 1;
-                let spawned = std::thread::Builder::new()
-                    .name("stcheck-shard".into())
-                    .spawn_scoped(s, || self.work(config));
-                if spawned.is_err() {
-                    lock(&self.shared.state).workers -= 1;
-                    break;
-                }
             }
             // However the check ends, the planner and the workers stop with it.
             let _end = Ending(&self.shared);
@@ -146,8 +141,57 @@ impl<'r> RemoteShards<'r> {
         (costs, unused)
     }
 
-    /// Queue the names the checker will ask for, in its order, as room comes.
-    fn plan(&self, index: &[u8], config: &Config) {
+    /// Start a worker in `s` (holding `helper`, given back when it ends); `false` when no
+    /// thread could be started.
+    fn add_worker<'s>(
+        &'s self,
+        s: &'s std::thread::Scope<'s, '_>,
+        config: &'s Config,
+        helper: Option<Helper<'r>>,
+    ) -> bool {
+        lock(&self.shared.state).workers += 1;
+        let spawned = std::thread::Builder::new()
+            .name("stcheck-shard".into())
+            .spawn_scoped(s, move || {
+                let _helper = helper;
+                self.work(config);
+            });
+        if spawned.is_err() {
+            lock(&self.shared.state).workers -= 1;
+            self.shared.changed.notify_all();
+        }
+        spawned.is_ok()
+    }
+
+    /// A worker more for the queued shards no worker is free for, with a helper of the
+    /// client's pool, if one is free and the set has fewer than
+    /// [`RemoteOptions::max_concurrent_shards`](super::RemoteOptions::max_concurrent_shards).
+    fn grow<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, config: &'s Config) {
+        let most = self.remote.options.max_concurrent_shards.max(1);
+        let wanted = {
+            let st = self.shared.lock();
+            let waiting = st
+                .queue
+                .iter()
+                .filter(|e| matches!(e.state, EntryState::Waiting))
+                .count();
+            let busy = st
+                .queue
+                .iter()
+                .filter(|e| matches!(e.state, EntryState::Fetching))
+                .count();
+            st.workers < most && waiting > st.workers.saturating_sub(busy)
+        };
+        if wanted {
+            if let Some(helper) = Helper::take(&self.remote.helpers) {
+                self.add_worker(s, config, Some(helper));
+            }
+        }
+    }
+
+    /// Queue the names the checker will ask for, in its order, as room comes; add workers
+    /// while queued shards wait for one.
+    fn plan<'s>(&'s self, index: &[u8], config: &'s Config, s: &'s std::thread::Scope<'s, '_>) {
         let shared = &self.shared;
         let _planned = Planned(shared);
         {
@@ -183,6 +227,7 @@ impl<'r> RemoteShards<'r> {
             });
             drop(st);
             shared.changed.notify_all();
+            self.grow(s, config);
             ControlFlow::Continue(())
         });
     }
@@ -341,6 +386,25 @@ impl<'r> RemoteShards<'r> {
                 }
             }
         }
+    }
+}
+
+/// A helper of the client's pool ([`RemoteOptions::shard_helpers`](super::RemoteOptions::shard_helpers)),
+/// given back when dropped.
+struct Helper<'r>(&'r AtomicUsize);
+
+impl<'r> Helper<'r> {
+    /// A free helper of `pool`, if there is one (never waits).
+    fn take(pool: &'r AtomicUsize) -> Option<Self> {
+        pool.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .ok()
+            .map(|_| Helper(pool))
+    }
+}
+
+impl Drop for Helper<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
     }
 }
 

@@ -329,7 +329,7 @@ fn weight_map(names: &[String]) -> String {
 
 /// Whether a request is for a shard (not the index).
 fn is_shard(req: &Request) -> bool {
-    req.path() != "/set/model.safetensors.index.json"
+    !req.path().ends_with("/model.safetensors.index.json")
 }
 
 /// An index of `n` one-tensor shards (tensor `t{i}` in shard `i`), and the shards.
@@ -350,7 +350,8 @@ fn many(n: usize) -> (String, Vec<(String, Vec<u8>)>) {
     (index, shards)
 }
 
-/// Serve an index at `/set/model.safetensors.index.json` and its shards, each shard's body
+/// Serve an index at `/set/model.safetensors.index.json` (and the same set in any other
+/// directory, `/DIR/model.safetensors.index.json`) and its shards, each shard's body
 /// dripped 8 bytes at a time every `every(i)` for shard `i`. Shard requests are counted in
 /// flight ([`Server::most_in_flight`]); none is answered before `together` of them are in
 /// flight at once (a barrier: the client's overlap, made certain, not left to the scheduler;
@@ -361,9 +362,20 @@ fn dripping_set(
     together: usize,
     every: impl Fn(usize) -> Duration + Send + Sync + 'static,
 ) -> Server {
-    let arrived = Arc::new((Mutex::new(0usize), Condvar::new()));
+    holding_set(index, shards, together, Duration::from_secs(60), every)
+}
+
+/// [`dripping_set`] whose barrier opens for every request once one has waited `hold` for it.
+fn holding_set(
+    index: String,
+    shards: Vec<(String, Vec<u8>)>,
+    together: usize,
+    hold: Duration,
+    every: impl Fn(usize) -> Duration + Send + Sync + 'static,
+) -> Server {
+    let arrived = Arc::new((Mutex::new((0usize, false)), Condvar::new()));
     Server::start_counting(is_shard, move |req| {
-        let Some(name) = req.path().strip_prefix("/set/") else {
+        let Some((_, name)) = req.path().strip_prefix('/').and_then(|p| p.split_once('/')) else {
             return Reply::new(404);
         };
         if name == "model.safetensors.index.json" {
@@ -371,9 +383,12 @@ fn dripping_set(
         }
         let (count, turn) = &*arrived;
         if let Ok(mut n) = count.lock() {
-            *n += 1;
+            n.0 += 1;
             turn.notify_all();
-            let _ = turn.wait_timeout_while(n, Duration::from_secs(60), |n| *n < together);
+            if let Ok((mut n, _)) = turn.wait_timeout_while(n, hold, |n| n.0 < together && !n.1) {
+                n.1 = true;
+                turn.notify_all();
+            }
         }
         match shards.iter().position(|(n, _)| n == name) {
             Some(i) => serve_file(req, &shards[i].1, true).drip(8, every(i)),
@@ -468,6 +483,68 @@ fn shards_are_fetched_a_few_at_a_time_and_reported_in_index_order() {
     // The server counts a request in flight until just before its last byte, so it never
     // sees more than the client had: exactly the bound (the barrier makes three meet).
     assert_eq!(server.most_in_flight(), 3);
+}
+
+/// Issue 34: the sets checked at once share one pool of shard fetchers. Each set fetches a
+/// shard at a time on its own and more only with helpers of the client's pool
+/// (`shard_helpers`), so two sets of up to 4 shards at a time, with 2 helpers, have 2 + 2
+/// shard requests in flight, never more (before the pool, 4 + 4); and a set done gives its
+/// helpers back, so a set checked afterwards has them all. Counted in the server, which
+/// answers no shard before the bound is reached (a barrier, with a generous hang guard); to
+/// show that the bound is not passed, a server that holds the requests until one more than
+/// the bound arrive, or 2 s: the bound is asserted whatever the machine's load, and a
+/// client past it would have 8 requests held.
+#[test]
+fn the_sets_checked_at_once_share_one_pool_of_shard_helpers() {
+    const SHARDS: usize = 8;
+    let (index, shards) = many(SHARDS);
+    let mut o = test_options();
+    o.max_concurrent_shards = 4;
+    o.shard_helpers = 2;
+    let client = Remote::new(o).expect("client");
+    let valid = |server: &Server, dir: &str| {
+        let check = client.check(
+            &server.url(&format!("/{dir}/model.safetensors.index.json")),
+            &Config::default(),
+            Depth::Header,
+        );
+        match &check.outcome {
+            Ok(Found::Index(i)) => {
+                assert!(i.report.is_valid(), "{:?}", i.report.errors());
+                assert_eq!(i.shards.len(), SHARDS);
+            }
+            other => panic!("{}", short(other, 500)),
+        }
+    };
+    // Two sets at once: their own worker each and the pool's two helpers.
+    let server = dripping_set(index.clone(), shards.clone(), 4, |_| Duration::ZERO);
+    std::thread::scope(|s| {
+        s.spawn(|| valid(&server, "a"));
+        s.spawn(|| valid(&server, "b"));
+    });
+    let shard_requests = server.log().iter().filter(|l| is_shard(&l.request)).count();
+    assert_eq!(shard_requests, 2 * SHARDS);
+    assert_eq!(server.most_in_flight(), 2 + 2);
+    let server = holding_set(
+        index.clone(),
+        shards.clone(),
+        2 + 2 + 1,
+        Duration::from_secs(2),
+        |_| Duration::ZERO,
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| valid(&server, "a"));
+        s.spawn(|| valid(&server, "b"));
+    });
+    assert!(
+        server.most_in_flight() <= 2 + 2,
+        "{}",
+        server.most_in_flight()
+    );
+    // Then one set alone: both helpers came back.
+    let server = dripping_set(index, shards, 3, |_| Duration::ZERO);
+    valid(&server, "c");
+    assert_eq!(server.most_in_flight(), 1 + 2);
 }
 
 /// Shards whose headers together pass the budget of header bytes in flight wait for the

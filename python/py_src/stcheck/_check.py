@@ -84,7 +84,7 @@ def options(
     ``allow_other_formats`` (files of other weight formats, such as pickle ``.bin`` or GGUF, are
     named but not a failure), ``exclude`` (gitignore-style globs the walk leaves out),
     ``url_jobs`` (the most URLs of a batch checked at the same time; ``None``, the default,
-    is the CLI's: 8), ``max_requests`` (the run's budget of HTTP requests), ``timeout``
+    is the CLI's: 64), ``max_requests`` (the run's budget of HTTP requests), ``timeout``
     (seconds for each URL with its data, or a set with all its shards, and for a whole batch
     of ``records``, ``lines`` or ``stcheck.dask``, whose URLs share one deadline; ``None``,
     the default, is the CLI's: 120 s for a header check, 1 hour when the data is read),
@@ -202,7 +202,7 @@ def record(target: Any, *, name: Optional[str] = None, **opts: Any) -> Dict[str,
 
 def records(targets: Sequence[Any], **opts: Any) -> List[Dict[str, Any]]:
     """``record`` for many targets, in order, in one native call (the GIL released once for
-    all of them): the URLs checked concurrently (``url_jobs`` at a time, default 8) under one
+    all of them): the URLs checked concurrently (``url_jobs`` at a time, default 64) under one
     deadline for the whole call (``timeout``: however many URLs, the call takes no longer than
     one URL may), the paths and ``bytes`` one after another meanwhile."""
     return [json.loads(line) for line in lines(targets, **opts)]
