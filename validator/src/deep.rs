@@ -1,8 +1,9 @@
 //! Deep scan of tensor data (`--deep`): BOOL bytes, non-finite counts, SHA-256, polyglots.
 //!
 //! The scan reads every tensor's bytes once, in file order. Each dtype has a kernel that first
-//! ORs a branch-free "is this element special?" mark over a block of 4 KiB (which
-//! the compiler vectorises); only a block whose mark is set is classified element by element,
+//! ORs a branch-free "is one of these elements special?" mark over the 8-byte words of a block
+//! of 4 KiB (whole-word AND, add and OR, which the compiler vectorises with the baseline
+//! instruction set); only a block whose mark is set is classified element by element,
 //! while it is still in L1, to count NaN, +Inf and -Inf and find the first one's offset. With
 //! [`Config::sha256`] the file is hashed in chunks of 256 KiB, each chunk scanned
 //! right after it is hashed, so the data is read from memory once.
@@ -28,7 +29,6 @@
 //! in chunks of any size (carrying an element split between two chunks), or hands a whole
 //! mapped data region to split across threads; every path gives the same results.
 
-use std::ops::BitOr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -146,16 +146,51 @@ impl Acc {
     }
 }
 
-/// One lane type of a float format.
+/// Eight bytes of `lane` repeated in every `w`-byte lane of a little-endian word.
+const fn splat(lane: u64, w: usize) -> u64 {
+    let mut word = 0;
+    let mut i = 0;
+    while i < 8 {
+        word |= lane << (8 * i);
+        i += w;
+    }
+    word
+}
+
+/// One lane type of a float format. The fast path looks at the data 8 bytes at a time, as one
+/// `u64` of `8 / W` whole lanes, with operations on the whole word (AND, add, OR): the
+/// compiler vectorises them with the baseline instruction set (SSE2 on x86-64), where a
+/// per-lane formulation let it narrow the loads to the exponent bytes and read across cache
+/// lines and pages.
 trait Lanes {
     /// Bytes per lane.
     const W: usize;
-    type L: Copy + Default + PartialEq + BitOr<Output = Self::L>;
+    /// The bits of [`Lanes::flags`] that say "special".
+    const TOP: u64;
+    type L: Copy;
     fn load(e: &[u8]) -> Self::L;
-    /// Non-zero exactly when the lane is NaN or an infinity; branch-free so blocks vectorise.
-    fn mark(x: Self::L) -> Self::L;
+    /// For a word of whole lanes: `flags(word) & TOP` is non-zero exactly when one of its
+    /// lanes is NaN or an infinity. Zero is finite in every format (a word is padded with
+    /// zeros at the end of a piece). No lane carries into the next.
+    fn flags(word: u64) -> u64;
     /// 0 (finite), NAN, POS_INF or NEG_INF.
     fn class(x: Self::L) -> u8;
+}
+
+/// `(lane & keep) + add` for every `w`-byte lane of `word`. With `keep` all bits but the sign
+/// and `add` the exponent's lowest bit, a lane's top bit is set exactly when its exponent is
+/// all ones; the sum never carries out of the lane.
+#[inline(always)]
+fn exponent_all_ones(word: u64, w: usize, keep: u64, add: u64) -> u64 {
+    (word & splat(keep, w)) + splat(add, w)
+}
+
+/// The top bit of each byte of `word` that is zero is set in the result (other bits set only
+/// above such a byte): the word holds a zero byte exactly when `result & splat(0x80, 1)` is
+/// non-zero.
+#[inline(always)]
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(splat(0x01, 1)) & !word
 }
 
 fn ieee_class<T: Copy + PartialOrd + PartialEq>(abs: T, x: T, inf: T, neg_inf: T) -> u8 {
@@ -173,13 +208,14 @@ fn ieee_class<T: Copy + PartialOrd + PartialEq>(abs: T, x: T, inf: T, neg_inf: T
 struct F16K;
 impl Lanes for F16K {
     const W: usize = 2;
+    const TOP: u64 = splat(0x8000, 2);
     type L = u16;
     fn load(e: &[u8]) -> u16 {
         u16::from_le_bytes([e[0], e[1]])
     }
-    fn mark(x: u16) -> u16 {
+    fn flags(word: u64) -> u64 {
         // |x| >= 0x7C00  <=>  |x| + 0x0400 reaches bit 15 (no overflow: |x| <= 0x7FFF).
-        ((x & 0x7FFF) + 0x0400) & 0x8000
+        exponent_all_ones(word, 2, 0x7FFF, 0x0400)
     }
     fn class(x: u16) -> u8 {
         ieee_class(x & 0x7FFF, x, 0x7C00, 0xFC00)
@@ -189,12 +225,13 @@ impl Lanes for F16K {
 struct Bf16K;
 impl Lanes for Bf16K {
     const W: usize = 2;
+    const TOP: u64 = splat(0x8000, 2);
     type L = u16;
     fn load(e: &[u8]) -> u16 {
         u16::from_le_bytes([e[0], e[1]])
     }
-    fn mark(x: u16) -> u16 {
-        ((x & 0x7FFF) + 0x0080) & 0x8000
+    fn flags(word: u64) -> u64 {
+        exponent_all_ones(word, 2, 0x7FFF, 0x0080)
     }
     fn class(x: u16) -> u8 {
         ieee_class(x & 0x7FFF, x, 0x7F80, 0xFF80)
@@ -204,12 +241,13 @@ impl Lanes for Bf16K {
 struct F32K;
 impl Lanes for F32K {
     const W: usize = 4;
+    const TOP: u64 = splat(0x8000_0000, 4);
     type L = u32;
     fn load(e: &[u8]) -> u32 {
         u32::from_le_bytes([e[0], e[1], e[2], e[3]])
     }
-    fn mark(x: u32) -> u32 {
-        ((x & 0x7FFF_FFFF) + 0x0080_0000) & 0x8000_0000
+    fn flags(word: u64) -> u64 {
+        exponent_all_ones(word, 4, 0x7FFF_FFFF, 0x0080_0000)
     }
     fn class(x: u32) -> u8 {
         ieee_class(x & 0x7FFF_FFFF, x, 0x7F80_0000, 0xFF80_0000)
@@ -219,12 +257,13 @@ impl Lanes for F32K {
 struct F64K;
 impl Lanes for F64K {
     const W: usize = 8;
+    const TOP: u64 = 0x8000_0000_0000_0000;
     type L = u64;
     fn load(e: &[u8]) -> u64 {
         u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]])
     }
-    fn mark(x: u64) -> u64 {
-        ((x & 0x7FFF_FFFF_FFFF_FFFF) + 0x0010_0000_0000_0000) & 0x8000_0000_0000_0000
+    fn flags(word: u64) -> u64 {
+        exponent_all_ones(word, 8, 0x7FFF_FFFF_FFFF_FFFF, 0x0010_0000_0000_0000)
     }
     fn class(x: u64) -> u8 {
         ieee_class(
@@ -239,12 +278,13 @@ impl Lanes for F64K {
 struct E5M2K;
 impl Lanes for E5M2K {
     const W: usize = 1;
+    const TOP: u64 = splat(0x80, 1);
     type L = u8;
     fn load(e: &[u8]) -> u8 {
         e[0]
     }
-    fn mark(x: u8) -> u8 {
-        ((x & 0x7F) + 0x04) & 0x80
+    fn flags(word: u64) -> u64 {
+        exponent_all_ones(word, 1, 0x7F, 0x04)
     }
     fn class(x: u8) -> u8 {
         ieee_class(x & 0x7F, x, 0x7C, 0xFC)
@@ -254,12 +294,14 @@ impl Lanes for E5M2K {
 struct E4M3K;
 impl Lanes for E4M3K {
     const W: usize = 1;
+    const TOP: u64 = splat(0x80, 1);
     type L = u8;
     fn load(e: &[u8]) -> u8 {
         e[0]
     }
-    fn mark(x: u8) -> u8 {
-        ((x & 0x7F) + 0x01) & 0x80
+    fn flags(word: u64) -> u64 {
+        // Only 0x7F and 0xFF: the low 7 bits all ones.
+        exponent_all_ones(word, 1, 0x7F, 0x01)
     }
     fn class(x: u8) -> u8 {
         if x & 0x7F == 0x7F {
@@ -270,20 +312,17 @@ impl Lanes for E4M3K {
     }
 }
 
-/// Bit 7 set exactly when `y == 0` (per byte, branch-free).
-fn zero_byte(y: u8) -> u8 {
-    y.wrapping_sub(1) & !y & 0x80
-}
-
 struct FnuzK;
 impl Lanes for FnuzK {
     const W: usize = 1;
+    const TOP: u64 = splat(0x80, 1);
     type L = u8;
     fn load(e: &[u8]) -> u8 {
         e[0]
     }
-    fn mark(x: u8) -> u8 {
-        zero_byte(x ^ 0x80)
+    fn flags(word: u64) -> u64 {
+        // The byte 0x80 is the one that becomes zero.
+        zero_bytes(word ^ splat(0x80, 1))
     }
     fn class(x: u8) -> u8 {
         if x == 0x80 {
@@ -297,12 +336,13 @@ impl Lanes for FnuzK {
 struct E8M0K;
 impl Lanes for E8M0K {
     const W: usize = 1;
+    const TOP: u64 = splat(0x80, 1);
     type L = u8;
     fn load(e: &[u8]) -> u8 {
         e[0]
     }
-    fn mark(x: u8) -> u8 {
-        zero_byte(!x)
+    fn flags(word: u64) -> u64 {
+        zero_bytes(!word)
     }
     fn class(x: u8) -> u8 {
         if x == 0xFF {
@@ -313,17 +353,28 @@ impl Lanes for E8M0K {
     }
 }
 
+/// The OR of `flags` over the words of `block` (whole lanes; the last word padded with zeros).
+#[inline(always)]
+fn block_flags(block: &[u8], flags: impl Fn(u64) -> u64) -> u64 {
+    let (words, rest) = block.as_chunks::<8>();
+    let mut m = words
+        .iter()
+        .fold(0u64, |m, w| m | flags(u64::from_le_bytes(*w)));
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        m |= flags(u64::from_le_bytes(last));
+    }
+    m
+}
+
 /// Count the special lanes of `bytes` (a whole number of lanes starting at file offset `at`)
 /// into `acc`. `elem` is the element size and `tbegin` the tensor's first byte, used to report
 /// the offset of the element (not the lane) for C64.
 #[inline(always)]
 fn scan_lanes<K: Lanes>(bytes: &[u8], at: u64, elem: u64, tbegin: u64, acc: &mut Acc) {
     for (bi, block) in bytes.chunks(BLOCK).enumerate() {
-        let mut m = K::L::default();
-        for e in block.chunks_exact(K::W) {
-            m = m | K::mark(K::load(e));
-        }
-        if m == K::L::default() {
+        if block_flags(block, K::flags) & K::TOP == 0 {
             continue;
         }
         let base = at + (bi * BLOCK) as u64;
@@ -344,15 +395,14 @@ fn scan_lanes<K: Lanes>(bytes: &[u8], at: u64, elem: u64, tbegin: u64, acc: &mut
     }
 }
 
-/// BOOL: the first byte other than 0x00/0x01 (an OR of `x & 0xFE` per block, then a search).
+/// BOOL: the first byte other than 0x00/0x01 (an OR of the words per block, then a search).
 #[inline(always)]
 fn scan_bool(bytes: &[u8], at: u64, acc: &mut Acc) {
     if acc.first.is_some() {
         return;
     }
     for (bi, block) in bytes.chunks(BLOCK).enumerate() {
-        let m = block.iter().fold(0u8, |m, &x| m | x);
-        if m & 0xFE == 0 {
+        if block_flags(block, |w| w) & splat(0xFE, 1) == 0 {
             continue;
         }
         if let Some((i, &b)) = block.iter().enumerate().find(|(_, &b)| b > 1) {

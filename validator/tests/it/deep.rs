@@ -384,7 +384,7 @@ fn each_value_alone_in_its_block() {
         (Dtype::F8_E8M0, vec![0xFE], 0),
         (Dtype::F8_E8M0, vec![0x7F], 0),
     ];
-    for (dtype, value, class) in cases {
+    for (dtype, value, class) in cases.iter().cloned() {
         let at = 4096 + 8;
         let mut data = vec![0u8; 3 * 4096];
         data[at..at + value.len()].copy_from_slice(&value);
@@ -406,6 +406,29 @@ fn each_value_alone_in_its_block() {
             want_at,
             "{dtype} {value:02x?}"
         );
+    }
+    // The same values as the last lane of a tensor whose length is not a multiple of 8 bytes
+    // (the kernels look at the data 8 bytes at a time: the last, partial word is padded), in a
+    // tensor of one word at most and in the last block of a longer one, with every path.
+    for (dtype, value, class) in cases.iter().filter(|c| c.1.len() < 8) {
+        for len in [value.len(), 6, 4096 + 8 - value.len()] {
+            let len = len / value.len() * value.len();
+            let mut data = vec![0u8; len];
+            data[len - value.len()..].copy_from_slice(value);
+            let file = build(&[("t", *dtype, &data)]);
+            let want = match *class {
+                N => (1, 0, 0),
+                P => (0, 1, 0),
+                M => (0, 0, 1),
+                _ => (0, 0, 0),
+            };
+            assert_eq!(
+                counts(&file),
+                want,
+                "{dtype} {value:02x?} last of {len} bytes"
+            );
+            all_paths_agree(&file, &Config::default(), false);
+        }
     }
     // BOOL: one bad byte alone.
     for bad in [2u8, 0x80, 0xFF, 0xFE] {
