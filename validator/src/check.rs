@@ -15,13 +15,14 @@
 //! tests check this on every corpus file for several chunk sizes.
 
 use std::borrow::Cow;
+use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::deep::{DeepReport, DeepScan, Region, Slice};
 use crate::error::{Error, ReadError, ReadErrorKind};
 use crate::frame;
 use crate::header;
-use crate::limits::{Config, HEAD_LEN};
+use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
 use crate::progress::Progress;
 use crate::reference::{self, Verdict};
 use crate::report::Report;
@@ -144,7 +145,8 @@ enum Stage<'a> {
         got: usize,
     },
     /// Reading the N header bytes (grown as bytes arrive, so a lying length field cannot make
-    /// it allocate more than was sent).
+    /// it allocate much more than was sent: [`Checker::read_header`] reserves all N only when
+    /// the file's length bounds them).
     Header {
         prefix: [u8; frame::LENGTH_FIELD],
         n: u64,
@@ -251,34 +253,34 @@ impl<'a> Checker<'a> {
         require_reference_named(self.0.finish(), wanted, names)
     }
 
-    /// In the header stage of a checker of known length ([`Checker::with_len`], so the header
-    /// length is bounded by the file's): let `fill` append the rest of the header (`want`
-    /// bytes, or fewer where the input ends) straight to the checker's header buffer, reserved
-    /// at once, instead of feeding it through a buffer of the source's (a second copy of a
-    /// header of up to 100 MB, and that buffer's zero-fill). Bytes past `want` are dropped.
-    /// Returns whether the header stage was there to fill; the bytes taken count as consumed
-    /// as with [`Checker::feed`].
-    pub(crate) fn fill_header(
-        &mut self,
-        fill: &mut dyn FnMut(&mut Vec<u8>, u64) -> std::io::Result<()>,
-    ) -> std::io::Result<bool> {
+    /// In the header stage: read the rest of the header from `reader`, which stands at the
+    /// header's next byte, straight into the checker's header buffer, and no byte past it. This
+    /// is how every source that reads (a file, a pipe) takes a header: no buffer of the
+    /// source's in between (a second copy of a header of up to 100 MB), and no zero-fill of
+    /// the buffer when the reader fills memory it has not initialised (`File`, `Stdin`, a
+    /// socket: std's `read_to_end` over `Read::read_buf`). With a declared length
+    /// ([`Checker::with_len`], which bounds the header length) the buffer is reserved at once;
+    /// without one it is reserved up to [`STREAM_BUFFER_SIZE`] and grows as bytes arrive, so a
+    /// lying length field costs no more memory than was sent. Returns the bytes taken (they
+    /// count as consumed, as with [`Checker::feed`]), fewer than wanted when the reader ended
+    /// inside the header, or `None` outside the header stage.
+    pub(crate) fn read_header(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<u64>> {
         let m = &mut self.0;
-        let (Some(_), Stage::Header { prefix, n, buf }) = (m.len, &mut m.stage) else {
-            return Ok(false);
+        let Stage::Header { n, buf, .. } = &mut m.stage else {
+            return Ok(None);
         };
         let before = buf.len();
         let want = *n - before as u64;
-        buf.reserve_exact(usize::try_from(want).unwrap_or(usize::MAX));
-        let filled = fill(buf, want);
-        buf.truncate(usize::try_from(*n).unwrap_or(usize::MAX));
-        m.consumed += (buf.len() - before) as u64;
-        if buf.len() as u64 == *n {
-            let prefix = *prefix;
-            let header = std::mem::take(buf);
-            m.settle_reference(&[&prefix[..], &header[..]]);
-            m.enter_data(&prefix, Cow::Owned(header));
-        }
-        filled.map(|()| true)
+        let room = match m.len {
+            Some(_) => want,
+            None => want.min(STREAM_BUFFER_SIZE as u64),
+        };
+        buf.reserve_exact(usize::try_from(room).unwrap_or(usize::MAX));
+        let read = reader.take(want).read_to_end(buf);
+        let taken = buf.len() - before;
+        m.consumed += taken as u64;
+        m.header_filled();
+        read.map(|_| Some(taken as u64))
     }
 
     /// Whether the checker has the header and is at the data region, which a source may then
@@ -422,18 +424,13 @@ impl<'a> Machine<'a, '_> {
                         self.start_header(prefix);
                     }
                 }
-                Stage::Header { prefix, n, buf } => {
+                Stage::Header { n, buf, .. } => {
                     let want = usize::try_from(*n - buf.len() as u64).unwrap_or(usize::MAX);
                     let take = want.min(bytes.len());
                     buf.extend_from_slice(&bytes[..take]);
                     bytes = &bytes[take..];
                     self.consumed += take as u64;
-                    if buf.len() as u64 == *n {
-                        let prefix = *prefix;
-                        let header = std::mem::take(buf);
-                        self.settle_reference(&[&prefix[..], &header[..]]);
-                        self.enter_data(&prefix, Cow::Owned(header));
-                    }
+                    self.header_filled();
                 }
                 Stage::Sniff(s) => {
                     let take = (HEAD_LEN - s.head.len()).min(bytes.len());
@@ -488,6 +485,18 @@ impl<'a> Machine<'a, '_> {
                 Need::More => Some(d.report.data_len() - d.seen + 1),
             },
             Stage::Done(_) => None,
+        }
+    }
+
+    /// In the header stage with all N bytes in: check the header and go on to the data.
+    fn header_filled(&mut self) {
+        if let Stage::Header { prefix, n, buf } = &mut self.stage {
+            if buf.len() as u64 == *n {
+                let prefix = *prefix;
+                let header = std::mem::take(buf);
+                self.settle_reference(&[&prefix[..], &header[..]]);
+                self.enter_data(&prefix, Cow::Owned(header));
+            }
         }
     }
 

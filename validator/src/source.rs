@@ -78,6 +78,19 @@ fn pump<'a, R: Read + ?Sized>(
     let mut buf = vec![0u8; STREAM_BUFFER_SIZE];
     let mut told = 0;
     while let Some(want) = checker.wanted() {
+        // The header goes straight into the checker's buffer, not through `buf`.
+        if let Some(k) = checker.read_header(&mut &mut *reader)? {
+            progress.advance(checker.consumed() - told);
+            told = checker.consumed();
+            if k < want {
+                // The input ended inside the header.
+                if len.is_some_and(|l| checker.consumed() < l) {
+                    return Err(changed());
+                }
+                break;
+            }
+            continue;
+        }
         let n = usize::try_from(want).unwrap_or(usize::MAX).min(buf.len());
         let k = read_full(reader, &mut buf[..n])?;
         if k == 0 {
@@ -289,25 +302,13 @@ fn read_head_with(
             break;
         };
         if fed == buf.len() && !keep && want > FIRST_READ as u64 {
-            // The rest of a large header: read once, straight into the checker's header buffer
-            // (the file's own `read_to_end` fills memory it has not zeroed, which a positioned
-            // read of ours cannot without `unsafe`; no second copy). The file's position is
-            // put back, as the other reads are positioned and a stream read starts from it.
+            // The rest of a large header, read once straight into the checker's buffer
+            // ([`Checker::read_header`]).
             let at = base + buf.len() as u64;
-            let before = checker.consumed();
-            let filled = checker.fill_header(&mut |header, want| {
-                use io::Seek as _;
-                let mut f = file;
-                let was = f.stream_position()?;
-                f.seek(io::SeekFrom::Start(at))?;
-                let read = f.take(want).read_to_end(header);
-                f.seek(io::SeekFrom::Start(was))?;
-                read.map(|_| ())
-            })?;
-            if filled {
+            if let Some(k) = read_header_at(file, checker, at)? {
                 progress.advance(checker.consumed() - told);
                 told = checker.consumed();
-                if checker.consumed() - before < want {
+                if k < want {
                     return Err(changed());
                 }
                 continue;
@@ -356,6 +357,20 @@ fn read_head_with(
         }
         false => Ok(Vec::new()),
     }
+}
+
+/// [`Checker::read_header`] from `file` at `at`. `File::read_to_end` fills memory it has not
+/// zeroed, which a positioned read (`pread`) into a buffer of ours cannot do without `unsafe`
+/// (`read_buf_at` is not stable), so the file is read at its position, set to `at` and put
+/// back after: a stream read of the same open file starts where it stood.
+fn read_header_at(file: &File, checker: &mut Checker<'_>, at: u64) -> io::Result<Option<u64>> {
+    use io::Seek as _;
+    let mut f = file;
+    let was = f.stream_position()?;
+    f.seek(io::SeekFrom::Start(at))?;
+    let read = checker.read_header(&mut f);
+    f.seek(io::SeekFrom::Start(was))?;
+    read
 }
 
 /// Bytes read at a time by each thread of a split scan of a file: small enough to stay in the
