@@ -2,9 +2,12 @@
 // JSON.parse of the same header bytes (the floor: decoding the JSON and nothing more) and
 // against @huggingface/hub's parseSafetensorsMetadata on the same bytes (through a local
 // fetch that answers its HEAD and range requests from memory, so no network is used).
-// Also prints the .wasm size, raw and gzipped.
+// Also prints the .wasm size, raw and gzipped. With STCHECK_JS_PKG_BEFORE=dir (another build
+// of the package, e.g. main's), its checkHeader is timed in the same rounds, for a before and
+// after from one run.
 //
 //   node js/bench/header.mjs            (after js/build.sh; js/bench/run.sh installs the hub package)
+//   ROUNDS=7 node js/bench/header.mjs   (rounds per size; default 5)
 
 import { gzipSync } from "node:zlib";
 import { cpus, loadavg } from "node:os";
@@ -14,7 +17,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const PKG = resolve(process.env.STCHECK_JS_PKG ?? join(ROOT, "target/js-pkg"));
-const st = await import(pathToFileURL(join(PKG, "stcheck.js")).href);
+const st = await import(pathToFileURL(join(PKG, "node.js")).href);
+const BEFORE = process.env.STCHECK_JS_PKG_BEFORE ? resolve(process.env.STCHECK_JS_PKG_BEFORE) : null;
+const before = BEFORE ? await import(pathToFileURL(join(BEFORE, "node.js")).href) : null;
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
 
 let hub = null;
 try {
@@ -40,10 +46,11 @@ function file(n) {
 }
 
 /**
- * Milliseconds per call of each of `fs`, measured side by side: rounds of samples, each
- * sample `batch` calls in a row (so a call of a microsecond is not lost in the clock), the
- * functions taking turns within a round so the machine's load falls on all of them alike;
- * the median sample of each after `minMs` of rounds.
+ * Milliseconds per call of each of `fs`, measured side by side: samples of `batch` calls in a
+ * row (about a quarter of a millisecond, so a call of a microsecond is not lost in the clock),
+ * the functions taking turns, so a slow moment of a busy machine falls on all of them alike.
+ * After `minMs`: `ms`, the median sample of each; `ratio`, the median over turns of each one's
+ * sample divided by the first's in the same turn (the ratio the machine's load disturbs least).
  */
 function timeTogether(fs, minMs = 2000) {
   const batch = fs.map((f) => {
@@ -51,7 +58,7 @@ function timeTogether(fs, minMs = 2000) {
     for (;;) {
       const t = performance.now();
       for (let i = 0; i < n; i++) f();
-      if (performance.now() - t >= 1 || n >= 1 << 20) return n;
+      if (performance.now() - t >= 0.25 || n >= 1 << 20) return n;
       n *= 2;
     }
   });
@@ -64,10 +71,11 @@ function timeTogether(fs, minMs = 2000) {
       runs[k].push((performance.now() - t) / batch[k]);
     });
   }
-  return runs.map((r) => {
-    r.sort((a, b) => a - b);
-    return r[Math.floor(r.length / 2)];
-  });
+  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  return {
+    ms: runs.map(median),
+    ratio: runs.map((r) => median(r.map((x, i) => x / runs[0][i]))),
+  };
 }
 
 async function timeAsync(f, minMs = 1000) {
@@ -101,20 +109,35 @@ function localFetch(bytes) {
   };
 }
 
-const wasm = readFileSync(join(PKG, "wasm/stcheck_native_bg.wasm"));
-const load = loadavg().map((x) => x.toFixed(2)).join(" ");
-console.log(`stcheck_native_bg.wasm: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzipped`);
-console.log(`node ${process.version}; load average ${load} on ${cpus().length} cores`);
-console.log("median of interleaved batches, microseconds per header; ratio = checkHeader / JSON.parse\n");
-console.log("tensors   header bytes   JSON.parse   checkHeader   ratio   parseSafetensorsMetadata");
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+const size = (dir) => {
+  const wasm = readFileSync(join(dir, "wasm/stcheck_native_bg.wasm"));
+  return `${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} gzipped`;
+};
+console.log(`stcheck_native_bg.wasm: ${size(PKG)}`);
+if (BEFORE) console.log(`before (${BEFORE}): ${size(BEFORE)}`);
+console.log(`node ${process.version}; load average ${loadavg().map((x) => x.toFixed(2)).join(" ")} on ${cpus().length} cores`);
+console.log(`${ROUNDS} rounds per size, each the median of interleaved batches; microseconds per header;`);
+console.log("ratio = checkHeader / JSON.parse (within each turn), the median round's [lowest, highest]\n");
+console.log(`tensors   header bytes   JSON.parse   checkHeader   ratio${BEFORE ? "                before   ratio" : ""}   parseSafetensorsMetadata`);
 const text = new TextDecoder();
 for (const n of [1, 1000, 100000]) {
   const { bytes, headerLen } = file(n);
   const head = bytes.subarray(0, 8 + headerLen);
-  const r = st.checkHeader(head, bytes.length);
-  if (r.status !== "valid" || r.tensors !== n) throw new Error(`the bench file of ${n} tensors is ${r.status}`);
+  for (const m of before ? [st, before] : [st]) {
+    const r = m.checkHeader(head, bytes.length);
+    if (r.status !== "valid" || r.tensors !== n) throw new Error(`the bench file of ${n} tensors is ${r.status}`);
+  }
   // The floor: the header's bytes decoded to text and parsed, nothing more.
-  const [jp, ours] = timeTogether([() => JSON.parse(text.decode(head.subarray(8))), () => st.checkHeader(head, bytes.length)]);
+  const fs = [() => JSON.parse(text.decode(head.subarray(8))), () => st.checkHeader(head, bytes.length)];
+  if (before) fs.push(() => before.checkHeader(head, bytes.length));
+  const rounds = [];
+  for (let i = 0; i < ROUNDS; i++) rounds.push(timeTogether(fs, n === 100000 ? 3000 : 1000));
+  const col = (k) => median(rounds.map((r) => r.ms[k]));
+  const ratio = (k) => {
+    const rs = rounds.map((r) => r.ratio[k]);
+    return `${median(rs).toFixed(2)} [${Math.min(...rs).toFixed(2)}, ${Math.max(...rs).toFixed(2)}]`;
+  };
   let theirs = "n/a";
   if (hub) {
     const fetch = localFetch(bytes);
@@ -124,27 +147,28 @@ for (const n of [1, 1000, 100000]) {
     theirs = ((await timeAsync(() => hub.parseSafetensorsMetadata(args))) * 1000).toFixed(1);
   }
   const us = (ms) => (ms * 1000).toFixed(ms < 0.01 ? 2 : 1);
+  const was = before ? `   ${us(col(2)).padStart(7)}   ${ratio(2).padStart(18)}` : "";
   console.log(
-    `${String(n).padStart(7)}   ${String(headerLen).padStart(12)}   ${us(jp).padStart(10)}   ${us(ours).padStart(11)}   ${(ours / jp).toFixed(2).padStart(5)}   ${theirs.padStart(24)}`,
+    `${String(n).padStart(7)}   ${String(headerLen).padStart(12)}   ${us(col(0)).padStart(10)}   ${us(col(1)).padStart(11)}   ${ratio(1).padStart(18)}${was}   ${theirs.padStart(24)}`,
   );
 }
+console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 
 // Where a 1-tensor call's time goes: the wrapper's steps, each timed alone through the glue
-// the wrapper itself loaded (the same instance).
+// the wrapper itself loaded (the same instance). The native call hands a record over without
+// its decoding; what it tells the wrapper (keys) the wrapper has been told by then, since it
+// checked the same header first.
 {
   const native = await import(pathToFileURL(join(PKG, "wasm/stcheck_native.js")).href);
   const { bytes, headerLen } = file(1);
   const head = bytes.subarray(0, 8 + headerLen);
-  const envelope = native.checkBytes(head, bytes.length, "-", "{}");
   const steps = {
     "JSON.parse of the header (the floor)": () => JSON.parse(text.decode(head.subarray(8))),
     "checkHeader (the whole call)": () => st.checkHeader(head, bytes.length),
-    "native optionsError('{}')": () => native.optionsError("{}"),
-    "native checkBytes (envelope text out)": () => native.checkBytes(head, bytes.length, "-", "{}"),
-    "JSON.parse of the envelope": () => JSON.parse(envelope),
-    "native version() (a call returning a string)": () => native.version(),
+    "native checkBytes (the record handed over, not decoded)": () => native.checkBytes(head, bytes.length, "-", "{}"),
+    "native optionsError('{}') (a call with a string in and out)": () => native.optionsError("{}"),
   };
-  const times = timeTogether(Object.values(steps));
-  console.log(`\n1 tensor, step by step (microseconds; envelope ${envelope.length} chars):`);
+  const times = timeTogether(Object.values(steps)).ms;
+  console.log("\n1 tensor, step by step (microseconds):");
   Object.keys(steps).forEach((k, i) => console.log(`  ${(times[i] * 1000).toFixed(2).padStart(7)}  ${k}`));
 }

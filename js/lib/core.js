@@ -94,8 +94,16 @@ let fresh = null;
 export default function bind(glue, reloadGlue) {
   api = glue;
   fresh = reloadGlue;
-  loaded = true;
+  attach();
   version = guard(() => api.version());
+}
+
+/** Start on the module `api` now is: its memory, and no keys told yet. */
+function attach() {
+  memory = api.moduleMemory();
+  words = null;
+  keys = [];
+  loaded = true;
 }
 
 // A panic in the module aborts it (the build uses panic = "abort"): none is known, and the
@@ -104,7 +112,7 @@ export default function bind(glue, reloadGlue) {
 async function reload() {
   generation += 1;
   api = await fresh(generation);
-  loaded = true;
+  attach();
 }
 
 /**
@@ -137,6 +145,119 @@ function guard(f) {
   }
 }
 
+// --- what the module hands over ----------------------------------------------------------
+//
+// A file's check hands its envelope over in a compact encoding (js/src/compact.rs, which
+// documents it), read here straight out of the module's memory and built into the value
+// JSON.parse would make of its JSON text, without that text: for a small header, writing and
+// parsing the record's JSON was most of the call.
+
+const NULL = 0, FALSE = 1, TRUE = 2, UINT = 3, F64 = 4, STR = 5, ARRAY = 6, OBJECT = 7, KEY = 8, NEW_KEY = 9;
+
+let memory = null;
+/** Views of the module's memory (made again when it grows). */
+let words = null;
+let bytes = null;
+/** The keys the module has told, by index (per module instance). */
+let keys = [];
+const utf8 = new TextDecoder();
+const double = new Float64Array(1);
+const doubleWords = new Uint32Array(double.buffer);
+// The decoder's place: the word it reads next, and the text its strings are in.
+let at = 0;
+let text = "";
+
+/** The envelope handed over at the address `desc` (its descriptor). */
+function decode(desc) {
+  if (!desc) throw new Error("the module handed nothing over");
+  // A view of memory that grew since is detached: empty.
+  if (words === null || words.length === 0) {
+    words = new Uint32Array(memory.buffer);
+    bytes = new Uint8Array(memory.buffer);
+  }
+  const d = desc >>> 2;
+  const textAt = words[d + 2];
+  const textLen = words[d + 3];
+  // A common record's strings are all told ones: no text.
+  text = textLen === 0 ? "" : utf8.decode(bytes.subarray(textAt, textAt + textLen));
+  at = words[d] >>> 2;
+  const end = at + words[d + 1];
+  const v = value();
+  text = "";
+  if (at !== end) throw new Error("the module handed over a value it did not end");
+  return v;
+}
+
+function slice() {
+  const from = words[at];
+  const to = from + words[at + 1];
+  at += 2;
+  return text.slice(from, to);
+}
+
+function key() {
+  const t = words[at++];
+  if (t === KEY) {
+    const k = keys[words[at++]];
+    if (k === undefined) throw new Error("the module named a key it had not told");
+    return k;
+  }
+  if (t === NEW_KEY) {
+    const i = words[at++];
+    const k = slice();
+    keys[i] = k;
+    return k;
+  }
+  if (t === STR) return slice();
+  throw new Error(`the module handed over a key tagged ${t}`);
+}
+
+function value() {
+  switch (words[at++]) {
+    case NULL: return null;
+    case FALSE: return false;
+    case TRUE: return true;
+    case UINT: return words[at++];
+    case F64:
+      doubleWords[0] = words[at];
+      doubleWords[1] = words[at + 1];
+      at += 2;
+      return double[0];
+    case STR: return slice();
+    // A short string, told as keys are.
+    case KEY:
+    case NEW_KEY:
+      at -= 1;
+      return key();
+    case ARRAY: {
+      const n = words[at++];
+      const a = [];
+      for (let i = 0; i < n; i++) a.push(value());
+      return a;
+    }
+    case OBJECT: {
+      const n = words[at++];
+      const o = {};
+      for (let i = 0; i < n; i++) {
+        const k = key();
+        const v = value();
+        // A key "__proto__" (a tensor's or the metadata's) is an own property, as JSON.parse
+        // makes it, never the object's prototype.
+        if (k === "__proto__") Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+        else o[k] = v;
+      }
+      return o;
+    }
+    default:
+      throw new Error(`the module handed over a value tagged ${words[at - 1]}`);
+  }
+}
+
+/** The envelope of a file's check, `f` the native call that hands it over. */
+function handed(f) {
+  return guard(() => decode(f()));
+}
+
 // --- options and envelopes --------------------------------------------------------------
 
 /** Options of this wrapper alone; every other option is the core's, checked there. */
@@ -145,8 +266,12 @@ const WRAPPER_OPTIONS = ["onProgress", "fetch", "headers", "chunkSize", "firstFe
 /** The core's options as JSON text, not yet checked. */
 function optionsJson(options = {}) {
   if (options === null || typeof options !== "object") throw new UsageError("options: not an object");
+  const names = Object.keys(options);
+  // No options (the usual call): no copy, no JSON written.
+  if (names.length === 0) return "{}";
   const rest = {};
-  for (const [k, v] of Object.entries(options)) {
+  for (const k of names) {
+    const v = options[k];
     if (!WRAPPER_OPTIONS.includes(k) && v !== undefined) rest[k] = v;
   }
   return JSON.stringify(rest);
@@ -164,8 +289,9 @@ function nativeOptions(options = {}) {
   return json;
 }
 
+/** The record of an envelope (a decoded value, or a set's JSON text, parsed). */
 function open(envelope, options) {
-  const e = JSON.parse(envelope);
+  const e = typeof envelope === "string" ? JSON.parse(envelope) : envelope;
   if (e.usage !== undefined) throw new UsageError(e.usage);
   if (e.unread !== undefined) throw new NotCheckedError(e.unread.message, e.unread.reason);
   // `{"record": ...}`, or a line of the JSON Lines printer (`{"type", "data"}`: a set's).
@@ -214,7 +340,7 @@ export function checkHeader(bytes, fileLength, options = {}) {
     throw e;
   }
   const path = options.path ?? "-";
-  return open(guard(() => api.checkBytes(b, len, path, json)), options);
+  return open(handed(() => api.checkBytes(b, len, path, json)), options);
 }
 
 /** A source of bytes at positions: a Blob (File), bytes in memory, or `{size, read(pos, n)}`
@@ -280,7 +406,7 @@ export async function checkBlob(blob, options = {}) {
   try {
     await pump(stream, source, options);
     const path = options.path ?? source.name ?? "-";
-    return open(guard(() => stream.finish(path)), options);
+    return open(handed(() => stream.finish(path)), options);
   } finally {
     release(stream);
   }
@@ -526,7 +652,7 @@ export async function checkUrl(url, options = {}) {
       failStatus(resp.status, `unexpected HTTP ${resp.status} to a range request`);
     }
     const path = options.path ?? shown;
-    return open(guard(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects, linkedEtag)), options);
+    return open(handed(() => stream.finishRemote(path, shown, requests, bodyBytes, redirects, linkedEtag)), options);
   } finally {
     clearDeadline();
     release(stream);

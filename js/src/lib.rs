@@ -2,14 +2,15 @@
 //!
 //! A thin face over the core (`stcheck`), the gate's option resolution
 //! (`stcheck_gate::options::RunOptions`, with [`Face::Js`] names) and the printer's records
-//! (`stcheck_print::records`), so a record here is byte for byte the one `stcheck --json`
-//! writes. It reads nothing itself: the JavaScript wrapper (`js/lib/stcheck.js`) reads a
-//! `Blob`, a URL or a `Uint8Array` and feeds the bytes to one [`Stream`], a
-//! `stcheck::Checker`.
+//! (`stcheck_print::records`), so a record here is the one `stcheck --json` writes. It reads
+//! nothing itself: the JavaScript wrapper (`js/lib/core.js`) reads a `Blob`, a URL or a
+//! `Uint8Array` and feeds the bytes to one [`Stream`], a `stcheck::Checker`.
 //!
-//! Every function returns a JSON *envelope* string, parsed by the wrapper: `{"record": ...}`
-//! (the record of `stcheck --json`'s `data`), `{"usage": "message"}` (options that do not go
-//! together) or `{"unread": {"reason", "message"}}` (the bytes could not be checked). Nothing
+//! Every check returns an *envelope* ([`Envelope`]): `{"record": ...}` (the record of
+//! `stcheck --json`'s `data`), `{"usage": "message"}` (options that do not go together) or
+//! `{"unread": {"reason", "message"}}` (the bytes could not be checked). A file's check hands
+//! it over in a compact encoding that the wrapper builds into objects without a JSON text
+//! ([`compact`]: a small header's check is dominated by its record), a set's as JSON text. Nothing
 //! here panics on any input: the module is built with `panic = "abort"`, where a panic would
 //! end the module.
 #![forbid(unsafe_code)]
@@ -22,9 +23,11 @@ use stcheck::index::{check_index_with, check_shard_name, ShardSource};
 use stcheck::{Checked, Checker, Config, Need, Profile, ReadError, ReadErrorKind, Rule};
 use stcheck_gate::options::{Face, Opt, RunOptions, Spec, Value, OPTIONS};
 use stcheck_gate::{shown_shard, Cost, HubInfo, Place, Shown, Sink, Status, Via};
-use stcheck_print::records::{self, FileRecord};
+use stcheck_print::records::FileRecord;
 use stcheck_print::JsonLines;
 use wasm_bindgen::prelude::*;
+
+mod compact;
 
 /// Options resolved once: the core's configuration and what the record shows.
 #[derive(Debug, Clone)]
@@ -122,29 +125,36 @@ fn resolve_cached(options: &str) -> Result<Rc<Resolved>, String> {
     Ok(r)
 }
 
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = Vec::new();
-    match records::write_json(&mut out, s) {
-        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "\"\"".to_owned()),
-        Err(_) => "\"\"".to_owned(),
+/// What a check hands to the wrapper: the record, or why there is none. The checks of one
+/// file hand it over compact ([`hand`], [`compact`]), a set's check and its listing as JSON
+/// text ([`json`]): the same value either way, opened by the wrapper's `open`.
+enum Envelope<'a, T: ?Sized = ()> {
+    /// `{"record": ...}`: the record of `stcheck --json`'s `data`.
+    Record(&'a T),
+    /// `{"usage": "message"}`: options that do not go together.
+    Usage(&'a str),
+    /// `{"unread": {"reason", "message"}}`: the bytes could not be checked.
+    Unread(&'a str, &'a str),
+}
+
+impl<T: serde::Serialize + ?Sized> serde::Serialize for Envelope<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        #[derive(serde::Serialize)]
+        struct Unread<'a> {
+            reason: &'a str,
+            message: &'a str,
+        }
+        let mut m = s.serialize_map(Some(1))?;
+        match self {
+            Envelope::Record(r) => m.serialize_entry("record", r)?,
+            Envelope::Usage(message) => m.serialize_entry("usage", message)?,
+            Envelope::Unread(reason, message) => {
+                m.serialize_entry("unread", &Unread { reason, message })?
+            }
+        }
+        m.end()
     }
-}
-
-fn usage(message: &str) -> String {
-    format!("{{\"usage\":{}}}", json_str(message))
-}
-
-fn unread(reason: &str, message: &str) -> String {
-    format!(
-        "{{\"unread\":{{\"reason\":{},\"message\":{}}}}}",
-        json_str(reason),
-        json_str(message)
-    )
-}
-
-fn unread_error(e: &ReadError) -> String {
-    unread(e.kind().as_str(), &e.to_string())
 }
 
 /// The longest record handed to JavaScript. A verbose record lists every tensor: a header of
@@ -152,63 +162,50 @@ fn unread_error(e: &ReadError) -> String {
 /// JavaScript string and its parse (1.78 GB in all). Past this, the file is not checked here.
 const MAX_RECORD: usize = 64 << 20;
 
-/// A writer that keeps at most `cap` bytes and fails past them.
-struct Bounded {
-    out: Vec<u8>,
-    cap: usize,
-    over: bool,
-}
-
-impl std::io::Write for Bounded {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.write_all(bytes).map(|()| bytes.len())
-    }
-
-    // The JSON writer hands over a record in many small pieces (a key, a quote, a number):
-    // each goes in whole, without `write`'s loop.
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        if self.out.len().saturating_add(bytes.len()) > self.cap {
-            self.over = true;
-            return Err(std::io::Error::other("the record is too long"));
-        }
-        self.out.extend_from_slice(bytes);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn record<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    record_within(value, MAX_RECORD)
-}
-
-/// The `{"record": ...}` envelope of `value`, or `unread` when it is longer than `cap` bytes.
-fn record_within<T: serde::Serialize + ?Sized>(value: &T, cap: usize) -> String {
-    // A small record (one without `verbose`'s tensor list) is written without growing.
-    let mut out = Bounded {
-        out: Vec::with_capacity(512.min(cap)),
-        cap,
-        over: false,
-    };
-    out.out.extend_from_slice(b"{\"record\":");
-    match records::write_json(&mut out, value) {
-        Ok(()) => {
-            let mut out = out.out;
-            out.push(b'}');
-            String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
-        }
-        Err(_) if out.over => unread(
-            "io",
-            &format!(
-                "the record is longer than the {cap} bytes this WebAssembly module hands over \
-                 (a verbose record lists every tensor); check without `verbose`, or with the \
-                 stcheck command line"
-            ),
+/// Hand `envelope` over in the compact encoding ([`compact::hand_over`]): the address the
+/// wrapper decodes it from. A record longer than `cap` bytes is not handed over: the file is
+/// not checked here (an `unread` envelope instead).
+fn hand<T: serde::Serialize + ?Sized>(envelope: &Envelope<'_, T>, cap: usize) -> u32 {
+    let message = match compact::hand_over(envelope, cap) {
+        Ok(at) => return at,
+        Err(compact::Error::TooLong) => format!(
+            "the record is longer than the {cap} bytes this WebAssembly module hands over (a \
+             verbose record lists every tensor); check without `verbose`, or with the stcheck \
+             command line"
         ),
-        Err(e) => unread("io", &format!("the record could not be written: {e}")),
-    }
+        Err(compact::Error::Other(e)) => format!("the record could not be written: {e}"),
+    };
+    // A short envelope of strings: it encodes (0, never handed out, tells the wrapper if not).
+    compact::hand_over(&Envelope::<()>::Unread("io", &message), usize::MAX).unwrap_or(0)
+}
+
+fn record<T: serde::Serialize + ?Sized>(value: &T) -> u32 {
+    hand(&Envelope::Record(value), MAX_RECORD)
+}
+
+fn usage(message: &str) -> u32 {
+    hand(&Envelope::<()>::Usage(message), MAX_RECORD)
+}
+
+fn unread(reason: &str, message: &str) -> u32 {
+    hand(&Envelope::<()>::Unread(reason, message), MAX_RECORD)
+}
+
+fn unread_error(e: &ReadError) -> u32 {
+    unread(e.kind().as_str(), &e.to_string())
+}
+
+/// `envelope` as JSON text.
+fn json<T: serde::Serialize + ?Sized>(envelope: &Envelope<'_, T>) -> String {
+    stcheck_print::json_out::to_string(envelope).unwrap_or_else(|_| {
+        r#"{"unread":{"reason":"io","message":"the record could not be written"}}"#.to_owned()
+    })
+}
+
+/// The module's memory, where the wrapper reads what [`hand`] hands over.
+#[wasm_bindgen(js_name = moduleMemory)]
+pub fn module_memory() -> JsValue {
+    wasm_bindgen::memory()
 }
 
 /// A length from JavaScript (a `number`): a non-negative integer up to 2^53.
@@ -258,7 +255,7 @@ pub fn index_options_error(options: &str) -> String {
 /// first bytes of a file of that length (the length field and the header at least; the data
 /// too when the options read it); without it, `bytes` are the whole file.
 #[wasm_bindgen(js_name = checkBytes)]
-pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> String {
+pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> u32 {
     let r = match resolve_cached(options) {
         Ok(r) => r,
         Err(m) => return usage(&m),
@@ -300,7 +297,7 @@ fn finish_record(
     r: &Resolved,
     remote: Option<(&str, Cost)>,
     hub: &HubInfo,
-) -> String {
+) -> u32 {
     match checked {
         Err(e) => unread_error(&e),
         Ok(mut c) => {
@@ -434,14 +431,14 @@ impl Stream {
         self.checker.as_ref().map_or(0.0, |c| c.consumed() as f64)
     }
 
-    /// The record of the file, shown as `path` (envelope JSON).
-    pub fn finish(&mut self, path: &str) -> String {
+    /// The record of the file, shown as `path` (an envelope handed over: [`hand`]).
+    pub fn finish(&mut self, path: &str) -> u32 {
         let checked = self.take_checked();
         finish_record(checked, path, &self.resolved, None, &HubInfo::default())
     }
 
     /// The record of a file fetched from `url` with `requests` requests that brought `bytes`
-    /// body bytes (envelope JSON), as `stcheck --json URL` writes it; `linked_etag`: the
+    /// body bytes (an envelope handed over), as `stcheck --json URL` writes it; `linked_etag`: the
     /// `X-Linked-Etag` a response of the URL's own origin gave, compared as the CLI does.
     #[wasm_bindgen(js_name = finishRemote)]
     pub fn finish_remote(
@@ -452,7 +449,7 @@ impl Stream {
         bytes: f64,
         redirects: u32,
         linked_etag: Option<String>,
-    ) -> String {
+    ) -> u32 {
         let mut hub = HubInfo::default();
         if let Some(v) = linked_etag {
             hub.note_linked_etag(v.as_bytes());
@@ -521,14 +518,12 @@ impl IndexSession {
             std::ops::ControlFlow::Continue(())
         });
         if seen.len() > MAX_SHARDS {
-            return unread(
-                "io",
-                &format!(
-                    "the index names more than {MAX_SHARDS} shards, more than this WebAssembly \
-                     module checks in one set (its memory is bounded); check it with the \
-                     stcheck command line"
-                ),
+            let message = format!(
+                "the index names more than {MAX_SHARDS} shards, more than this WebAssembly \
+                 module checks in one set (its memory is bounded); check it with the stcheck \
+                 command line"
             );
+            return json(&Envelope::<()>::Unread("io", &message));
         }
         serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned())
     }
@@ -598,11 +593,13 @@ impl IndexSession {
         let written =
             written.and_then(|()| lines.index_end(&at, result.as_ref(), &Via::Memory, status));
         if let Err(e) = written {
-            return unread("io", &format!("the record could not be written: {e}"));
+            let message = format!("the record could not be written: {e}");
+            return json(&Envelope::<()>::Unread("io", &message));
         }
         let mut out = lines.into_inner();
         out.pop(); // the newline
-        String::from_utf8(out).unwrap_or_else(|_| unread("io", "a record is not UTF-8"))
+        String::from_utf8(out)
+            .unwrap_or_else(|_| json(&Envelope::<()>::Unread("io", "a record is not UTF-8")))
     }
 }
 
@@ -674,6 +671,13 @@ pub fn version() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What [`hand`] handed over at `at` (its address), decoded as the wrapper decodes it, as
+    /// JSON text.
+    fn handed(at: u32) -> String {
+        assert_ne!(at, 0, "something was handed over");
+        compact::decoded().to_string()
+    }
 
     fn shard(name: &str) -> Vec<u8> {
         let spec = stcheck::write::TensorSpec::new(name, stcheck::Dtype::U8, &[1], &[1]);
@@ -748,12 +752,12 @@ mod tests {
         assert!(s.feed(head.get(..3).unwrap_or_default()));
         assert!(!s.feed(head.get(3..).unwrap_or_default()));
         assert_eq!(s.wanted(), 0.0);
-        let out = s.finish("x.safetensors");
+        let out = handed(s.finish("x.safetensors"));
         assert!(out.contains(r#""unread""#), "{out}");
         assert!(out.contains("more than the 268435456 bytes"), "{out}");
-        let out = check_bytes(&head, (n + 8) as f64, "x", raised);
+        let out = handed(check_bytes(&head, (n + 8) as f64, "x", raised));
         assert!(out.contains("more than the 268435456 bytes"), "{out}");
-        let out = check_bytes(&head, (n + 8) as f64, "x", "");
+        let out = handed(check_bytes(&head, (n + 8) as f64, "x", ""));
         assert!(out.contains("FRAME-HEADER-LIMIT"), "{out}");
     }
 
@@ -784,10 +788,10 @@ mod tests {
     #[test]
     fn a_record_past_the_bound_is_not_handed_over() {
         let names: Vec<String> = (0..1000).map(|i| format!("tensor.{i}")).collect();
-        let out = record_within(&names, 1000);
+        let out = handed(hand(&Envelope::Record(&names), 1000));
         assert!(out.starts_with(r#"{"unread""#), "{out}");
         assert!(out.contains("longer than the 1000 bytes"), "{out}");
-        let out = record_within(&names, MAX_RECORD);
+        let out = handed(hand(&Envelope::Record(&names), MAX_RECORD));
         assert!(
             out.starts_with(r#"{"record":["tensor.0","#),
             "{}",
