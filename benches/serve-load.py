@@ -18,14 +18,19 @@ database of one signature that matches nothing here, its stream and scan limits 
 large file (it spools each stream to a file under target/serve-load/: 64 x LARGE_MIB of disk at
 once).
 
-The servers run side by side, and each round runs a phase on each of them in turn, so a
-change in the machine's load (it is shared) falls on both: with --rounds N, every round's
-ratio is printed, then their median.
+The servers run side by side, and each round runs a phase on each of them in turn (the order
+turns round by round, so neither always goes first), so a change in the machine's load (it
+is shared) falls on both: with --rounds N, every round's ratio is printed, then their median
+and spread (lowest-highest). Beside the wall rates, each round's CPU time per verdict of each
+server (user + system, from /proc/PID/stat, 10 ms ticks): the figure that depends least on
+the neighbours' load, and the ratio of the two.
 
 With --disconnects N (1,000 in the report), a last phase on the service alone, five batches
 of N clients, 64 at a time, each sending a command and the first half MiB of a stream's chunks
 and then closing its socket: the service's resident memory (VmRSS) and descriptors before and
 after each batch, and the cut-off and busy counts of its STATS.
+
+SERVE_LOAD_THREADS=N adds the same service run with N runtime threads (TOKIO_WORKER_THREADS).
 
 Usage: python3 benches/serve-load.py [LARGE_MIB] [SMALL_FILES] [--rounds N] [--disconnects N]
        [--no-large]   (defaults 256, 10000, 1 round, no disconnect phase)
@@ -159,6 +164,12 @@ def phase_small(port: int, blobs: list[bytes], connections: int):
     threads = [threading.Thread(target=one, args=(k,)) for k in range(connections)]
     wall = run_together(threads, go)
     return wall, times, replies, sum(len(b) for b in blobs)
+
+
+def median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -321,6 +332,15 @@ def main() -> None:
             "stcheck serve: clamd on ",
             0,
         )
+    if os.environ.get("SERVE_LOAD_THREADS"):
+        # The same service with more runtime threads than cores (tokio's TOKIO_WORKER_THREADS):
+        # how much of the wall rate under a loaded machine is the scheduler's share.
+        n = os.environ["SERVE_LOAD_THREADS"]
+        servers[f"serve {n} thr"] = (
+            ["env", f"TOKIO_WORKER_THREADS={n}"] + servers["stcheck serve"][0],
+            "stcheck serve: clamd on ",
+            0,
+        )
     if os.environ.get("SERVE_LOAD_CLAMD") == "1":
         cmd, port = clamd_server(mib)
         servers["clamd"] = (cmd, None, port)
@@ -332,23 +352,33 @@ def main() -> None:
     rows = []
     ratios: dict[tuple[str, str], list[float]] = {}
     cpu_used: dict[tuple[str, str], float] = {}
+    # (server, phase) -> CPU seconds per verdict, one per round
+    cpu_rounds: dict[tuple[str, str], list[float]] = {}
     try:
         for name, (cmd, marker, fixed) in servers.items():
             running[name] = start(cmd, marker, OUT / f"{name.replace(' ', '-')}.log", fixed)
+        names = list(running)
         for r in range(rounds):
             mbs: dict[tuple[str, str], float] = {}
-            for name, (p, port) in running.items():
+            # The order turns each round: no server always runs first (or right after another).
+            order = names[r % len(names):] + names[: r % len(names)]
+            for name in order:
+                p, port = running[name]
                 if large:
                     cpu = cpu_seconds(p.pid)
                     wall, times, replies, total = phase_large(port, parts, 64, len(big))
-                    cpu_used[(name, "A")] = cpu_used.get((name, "A"), 0.0) + cpu_seconds(p.pid) - cpu
+                    used = cpu_seconds(p.pid) - cpu
+                    cpu_used[(name, "A")] = cpu_used.get((name, "A"), 0.0) + used
+                    cpu_rounds.setdefault((name, "A"), []).append(used / 64)
                     assert all(x == "stream: OK" for x in replies), set(replies)
                     rows.append((r, name, "A", len(times) / wall, total / wall / 1e6, pct(times, 0.5), pct(times, 0.99)))
                     mbs[(name, "A")] = total / wall
                 cpu = cpu_seconds(p.pid)
                 wall, times, replies, total = phase_small(port, blobs, 32)
-                cpu_used[(name, "B")] = cpu_used.get((name, "B"), 0.0) + cpu_seconds(p.pid) - cpu
-                if name.endswith("serve"):
+                used = cpu_seconds(p.pid) - cpu
+                cpu_used[(name, "B")] = cpu_used.get((name, "B"), 0.0) + used
+                cpu_rounds.setdefault((name, "B"), []).append(used / len(blobs))
+                if "serve" in name:
                     for i, x in replies:
                         key = hash(blobs[i])
                         assert expected_small.setdefault(key, x) == x, (i, x)
@@ -361,7 +391,7 @@ def main() -> None:
                 for name in running:
                     if name != "sink" and ("sink", phase) in mbs:
                         ratios.setdefault((name, phase), []).append(mbs[(name, phase)] / mbs[("sink", phase)])
-            print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"round {r + 1} ({', '.join(order)}): load average {os.getloadavg()[0]:.1f}", flush=True)
         for name, (p, _) in running.items():
             rows.append((None, name, "peak RSS MiB", peak_rss_mib(p.pid), 0, 0, 0))
         if disconnects:
@@ -406,11 +436,26 @@ def main() -> None:
             if name != "sink" and ("sink", phase) in cpu_used:
                 print(f"phase {phase}: {name} CPU / sink CPU = "
                       f"{cpu_used[(name, phase)] / cpu_used[('sink', phase)]:.2f}")
+    for (name, phase), xs in sorted(cpu_rounds.items()):
+        unit, scale = ("ms", 1e3) if phase == "A" else ("us", 1e6)
+        each = " ".join(f"{x * scale:.1f}" for x in xs)
+        print(f"phase {phase}: {name} CPU per verdict ({unit}), by round: {each}; "
+              f"median {median(xs) * scale:.1f}, spread {min(xs) * scale:.1f}-{max(xs) * scale:.1f}")
+    for phase in ("A", "B"):
+        for name in running:
+            base = cpu_rounds.get(("sink", phase))
+            mine = cpu_rounds.get((name, phase))
+            if name != "sink" and base and mine:
+                xs = [m / b for m, b in zip(mine, base) if b > 0]
+                if xs:
+                    print(f"phase {phase}: {name} CPU per verdict / sink's, by round: "
+                          f"{' '.join(f'{x:.2f}' for x in xs)}; median {median(xs):.2f}, "
+                          f"spread {min(xs):.2f}-{max(xs):.2f}")
     for (name, phase), xs in ratios.items():
         if xs:
             each = " ".join(f"{x:.2f}" for x in xs)
             print(f"phase {phase}: {name} MB/s / sink MB/s, by round: {each}; "
-                  f"median {sorted(xs)[len(xs) // 2]:.2f}")
+                  f"median {median(xs):.2f}, spread {min(xs):.2f}-{max(xs):.2f}")
 
 
 if __name__ == "__main__":
