@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Build every fuzz target with nightly and run each for FUZZ_SECONDS (default 20) seconds,
-# starting from its kept corpus (fuzz/corpus/<target>/, committed) and the seeds made from
-# corpus/ (fuzz/seed-corpora.sh), with its dictionary (fuzz/dict/). Fails on any crash, leak,
-# out-of-memory or timeout (libFuzzer exits non-zero and writes the input to
-# fuzz/artifacts/<target>/); the input is then kept under target/fuzz-findings/<target>/ and
-# printed in base64, so it outlives the machine. Called by .ci/run; see fuzz/README.md.
+# Build every fuzz target with the OSS-Fuzz build script (fuzz/oss-fuzz/build.sh) and the
+# environment OSS-Fuzz gives it, into target/oss-fuzz/out, check that every target landed there
+# with its options, dictionary and seed corpus, and run each built binary for FUZZ_SECONDS
+# (default 20) seconds as OSS-Fuzz would: with its options file, its dictionary, and its seed
+# corpus (the kept corpus fuzz/corpus/<target>/, unzipped) plus the seeds made from corpus/
+# (fuzz/seed-corpora.sh). Fails on any crash, leak, out-of-memory or timeout (libFuzzer exits
+# non-zero and writes the input to fuzz/artifacts/<target>/); the input is then kept under
+# target/fuzz-findings/<target>/ and printed in base64, so it outlives the machine. Called by
+# .ci/run; see fuzz/README.md.
 #
-#   FUZZ_SECONDS   seconds per target (default 20: 23 targets x 20 s, about the 14 x 30 s the
-#                  stage took before the option, file, table, writer and conformance targets)
+#   FUZZ_SECONDS   seconds per target (default 20)
 #   FUZZ_TARGETS   space-separated targets to run (default: every target of fuzz/Cargo.toml)
 #   FUZZ_LOG_DIR   where the logs go (default target/fuzz-logs)
 set -euo pipefail
@@ -29,63 +31,63 @@ cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 --locked > /de
 
 targets=${FUZZ_TARGETS:-$(cd fuzz && cargo +nightly fuzz list)}
 
-# One build for all targets: optimised, with debug assertions and overflow checks (-a), so the
-# reference crate's unchecked arithmetic panics in `differential` and stcheck's own arithmetic
-# is checked everywhere; AddressSanitizer (the default) also detects leaks.
-(cd fuzz && cargo +nightly fuzz build -O -a)
+# One build for all targets, by OSS-Fuzz's build script with the variables OSS-Fuzz sets for a
+# libFuzzer AddressSanitizer build of a Rust project, so CI checks that script on every run. It
+# builds optimised with debug assertions and overflow checks, so the reference crate's unchecked
+# arithmetic panics in `differential` and stcheck's own arithmetic is checked everywhere;
+# AddressSanitizer also detects leaks. Two differences from OSS-Fuzz's image: its CXXFLAGS add
+# -stdlib=libc++, which that image has and this machine need not; its $SRC holds the checkout
+# as `stcheck`, here a link to it. The Rust build has a target directory of its own, as its
+# RUSTFLAGS differ from `cargo fuzz build`'s.
+oss=$PWD/target/oss-fuzz
+out=$oss/out
+rm -rf "$out" "$oss/src"
+mkdir -p "$out" "$oss/work" "$oss/src"
+ln -s "$PWD" "$oss/src/stcheck"
+cflags="-O1 -fno-omit-frame-pointer -gline-tables-only -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION"
+cflags+=" -fsanitize=address -fsanitize-address-use-after-scope -fsanitize=fuzzer-no-link"
+build_start=$(date +%s)
+SRC=$oss/src OUT=$out WORK=$oss/work CC=clang CXX=clang++ CFLAGS="$cflags" CXXFLAGS="$cflags" \
+    RUSTFLAGS="--cfg fuzzing -Cdebuginfo=1 -Cforce-frame-pointers" SANITIZER=address \
+    FUZZING_ENGINE=libfuzzer FUZZING_LANGUAGE=rust LIB_FUZZING_ENGINE=-fsanitize=fuzzer \
+    ARCHITECTURE=x86_64 RUSTUP_TOOLCHAIN=nightly CARGO_TARGET_DIR=$oss/cargo \
+    bash fuzz/oss-fuzz/build.sh
+echo "fuzz: fuzz/oss-fuzz/build.sh took $(( $(date +%s) - build_start )) s"
 
-# The kept corpus is copied, so that what a run adds stays out of the work tree; the seeds are a
-# second, read-only corpus directory.
+# What OSS-Fuzz picks up from $OUT: each target's binary and options, its dictionary where it
+# has one, its seed corpus where it has a kept corpus.
+missing=()
+for t in $(cd fuzz && cargo +nightly fuzz list); do
+    [ -x "$out/$t" ] || missing+=("$t")
+    [ -f "$out/$t.options" ] || missing+=("$t.options")
+    if [ -n "$(ls -A "fuzz/corpus/$t" 2>/dev/null)" ] && [ ! -f "$out/${t}_seed_corpus.zip" ]; then
+        missing+=("${t}_seed_corpus.zip")
+    fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "fuzz: fuzz/oss-fuzz/build.sh did not put in \$OUT: ${missing[*]}"
+    exit 1
+fi
+
+# The seeds from corpus/ are a second, read-only corpus directory; the seed corpus is unzipped
+# into a work directory, so what a run adds stays out of the work tree.
 bash fuzz/seed-corpora.sh target/fuzz-seeds
 work=target/fuzz-corpus
-
-# Memory: inputs are capped at 64 KiB (-max_len), so a single allocation above 512 MiB or a
-# resident size above 2 GiB can only be a bug (the validator allocates O(header length)).
-flags=(
-    -max_total_time="$seconds"
-    -rss_limit_mb=2048
-    -malloc_limit_mb=512
-    -timeout=10
-    -max_len=65536
-    -print_final_stats=1
-)
-
-# The dictionary of each target (none for the `arbitrary`-driven ones).
-dict_of() {
-    case $1 in
-        validate | stream | differential | fast_path | remote_index | deep_scan | portable | \
-            reference_profile | file_source) echo "-dict=$PWD/fuzz/dict/safetensors.dict" ;;
-        address | hub_listing | content_range | glob | serve_query) echo "-dict=$PWD/fuzz/dict/web.dict" ;;
-        serve_clamd) echo "-dict=$PWD/fuzz/dict/clamd.dict" ;;
-        reader_table) echo "-dict=$PWD/fuzz/dict/readers.dict" ;;
-        protocol_reply) echo "-dict=$PWD/fuzz/dict/protocol.dict" ;;
-        corpus_archive) echo "-dict=$PWD/fuzz/dict/archive.dict" ;;
-    esac
-}
-
-# remote_range runs a loopback server thread and the HTTP client's threads; glibc's record of
-# their thread-local destructors (32 bytes, `__cxa_thread_atexit_impl`) outlives an input, and
-# LeakSanitizer reports it. The memory is not stcheck's; leak detection is off for that target.
-extra_of() {
-    case $1 in
-        remote_range) echo "-detect_leaks=0" ;;
-    esac
-}
 
 failed=()
 mkdir -p target/fuzz-findings
 for t in $targets; do
     echo "--- fuzz $t for ${seconds}s (log: $log_dir/$t.log)"
     rm -rf "$work/$t"
-    mkdir -p "$work/$t" "target/fuzz-seeds/$t"
-    if [ -d "fuzz/corpus/$t" ]; then cp -R "fuzz/corpus/$t/." "$work/$t/"; fi
-    dict=$(dict_of "$t")
-    extra=$(extra_of "$t")
-    if (cd fuzz && STCHECK_FINDINGS_DIR="$PWD/../target/fuzz-findings" \
-            cargo +nightly fuzz run -O -a "$t" "../$work/$t" "../target/fuzz-seeds/$t" -- \
-            "${flags[@]}" ${dict:+"$dict"} ${extra:+"$extra"}) \
-            > "$log_dir/$t.log" 2>&1; then
-        grep -E '^stat::number_of_executed_units|^#[0-9]+ +DONE' "$log_dir/$t.log" | tail -2 || true
+    mkdir -p "$work/$t" "target/fuzz-seeds/$t" "fuzz/artifacts/$t"
+    if [ -f "$out/${t}_seed_corpus.zip" ]; then unzip -q "$out/${t}_seed_corpus.zip" -d "$work/$t"; fi
+    # The options file's `name = value` lines as libFuzzer flags.
+    mapfile -t flags < <(sed -n 's/^\([a-z_]*\) = \(.*\)$/-\1=\2/p' "$out/$t.options")
+    flags+=(-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/")
+    if [ -f "$out/$t.dict" ]; then flags+=(-dict="$out/$t.dict"); fi
+    if STCHECK_FINDINGS_DIR="$PWD/target/fuzz-findings" \
+            "$out/$t" "${flags[@]}" "$work/$t" "target/fuzz-seeds/$t" > "$log_dir/$t.log" 2>&1; then
+        grep -E '^stat::number_of_executed_units|^#[0-9]+[[:space:]]+DONE' "$log_dir/$t.log" | tail -2 || true
     else
         echo "FAILED: fuzz target $t (crash, leak, OOM or timeout); last lines of the log:"
         tail -40 "$log_dir/$t.log"
