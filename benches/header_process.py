@@ -8,8 +8,9 @@ parse's.)
 
 Each program runs RUNS times per round, the programs alternated within every round so they see
 the same machine; the table gives the median over rounds of the wall and the CPU time (user +
-system, from the children's rusage) per process, and each program's CPU time as a ratio to
-stcheck's in the same run.
+system, from the children's rusage) per process, each program's CPU time as a ratio to
+stcheck's in the same run (the median, then the lowest and highest of the per-round ratios),
+the minor page faults per process, and the 1-minute load average over the run.
 
 Usage: python3 benches/header_process.py [--rounds N] [--runs N] [--lens 99999992,10000000]
            [--bin BIN] [--baseline NAME=BIN]...
@@ -21,7 +22,9 @@ unless --bin is given and the helpers are built; inputs go under target/header-p
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -32,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "target" / "header-process"
 
 
-def timed(cmd: list[str], runs: int) -> tuple[float, float]:
-    """Wall and CPU seconds per process over `runs` runs of `cmd`."""
+def timed(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """Wall and CPU seconds and minor page faults per process over `runs` runs of `cmd`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     for _ in range(runs):
@@ -43,7 +46,8 @@ def timed(cmd: list[str], runs: int) -> tuple[float, float]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall / runs, cpu / runs
+    faults = after.ru_minflt - before.ru_minflt
+    return wall / runs, cpu / runs, faults / runs
 
 
 def main() -> None:
@@ -52,7 +56,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--lens", default="99999992,10000000", help="comma-separated header lengths")
     ap.add_argument("--bin", help="the stcheck binary (default: build target/release/stcheck)")
-    ap.add_argument("--baseline", action="append", default=[], metavar="NAME=BIN", help="another binary run the same way")
+    ap.add_argument("--baseline", action="append", default=[], metavar="NAME=BIN", help="another binary run the same way (BIN may carry arguments: 'mmap=target/release/stcheck --mmap')")
     a = ap.parse_args()
     release = ROOT / "target" / "release"
     helpers = [release / "memgen", release / "read_metadata"]
@@ -67,11 +71,11 @@ def main() -> None:
         name, _, path = b.partition("=")
         if not path:
             sys.exit(f"--baseline {b}: expected NAME=BIN")
-        programs.append((name, [path]))
+        programs.append((name, shlex.split(path)))
     programs.append(("read_metadata", [str(release / "read_metadata")]))
-    print(f"{a.rounds} rounds x {a.runs} runs; median per process: wall s / CPU s (CPU ratio to stcheck)")
-    print("| header bytes | tensors | " + " | ".join(n for n, _ in programs) + " |")
-    print("|---|---|" + "---|" * len(programs))
+    print(f"{a.rounds} rounds x {a.runs} runs; median per process: wall s / CPU s (CPU ratio to stcheck) / minor faults")
+    print("| header bytes | tensors | " + " | ".join(n for n, _ in programs) + " | load |")
+    print("|---|---|" + "---|" * (len(programs) + 1))
     for n in (int(x) for x in a.lens.split(",")):
         d = OUT / str(n)
         f = d / "tensors.safetensors"
@@ -81,17 +85,23 @@ def main() -> None:
         tensors = said.split("(", 1)[-1].split(" ", 1)[0]
         walls: dict[str, list[float]] = {name: [] for name, _ in programs}
         cpus: dict[str, list[float]] = {name: [] for name, _ in programs}
+        faults: dict[str, list[float]] = {name: [] for name, _ in programs}
+        loads = [os.getloadavg()[0]]
         for _ in range(a.rounds):
             for name, cmd in programs:
-                w, c = timed([*cmd, str(f)], a.runs)
+                w, c, m = timed([*cmd, str(f)], a.runs)
                 walls[name].append(w)
                 cpus[name].append(c)
+                faults[name].append(m)
+            loads.append(os.getloadavg()[0])
         base = statistics.median(cpus["stcheck"])
         cells = []
         for name, _ in programs:
             w, c = statistics.median(walls[name]), statistics.median(cpus[name])
-            cells.append(f"{w:.3f} / {c:.3f} ({c / base:.2f}x)")
-        print(f"| {n:,} | {tensors} | " + " | ".join(cells) + " |", flush=True)
+            ratios = sorted(x / y for x, y in zip(cpus[name], cpus["stcheck"]))
+            spread = f", {ratios[0]:.2f}-{ratios[-1]:.2f}" if name != "stcheck" else ""
+            cells.append(f"{w:.3f} / {c:.3f} ({c / base:.2f}x{spread}) / {statistics.median(faults[name]):,.0f}")
+        print(f"| {n:,} | {tensors} | " + " | ".join(cells) + f" | {min(loads):.1f}-{max(loads):.1f} |", flush=True)
 
 
 if __name__ == "__main__":

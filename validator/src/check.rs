@@ -112,6 +112,20 @@ impl Checked<'_> {
     }
 }
 
+/// Read until `buf` is full or the reader ends; the bytes read. Retries on `Interrupted`.
+pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// The checker of one file. See the module documentation.
 #[derive(Debug)]
 pub struct Checker<'a>(Machine<'a, 'static>);
@@ -254,16 +268,17 @@ impl<'a> Checker<'a> {
     }
 
     /// In the header stage: read the rest of the header from `reader`, which stands at the
-    /// header's next byte, straight into the checker's header buffer, and no byte past it. This
-    /// is how every source that reads (a file, a pipe) takes a header: no buffer of the
+    /// header's next byte, straight into the buffer the report will keep, and no byte past it.
+    /// This is how every source that reads (a file, a pipe) takes a header: no buffer of the
     /// source's in between (a second copy of a header of up to 100 MB), and no zero-fill of
-    /// the buffer when the reader fills memory it has not initialised (`File`, `Stdin`, a
-    /// socket: std's `read_to_end` over `Read::read_buf`). With a declared length
-    /// ([`Checker::with_len`], which bounds the header length) the buffer is reserved at once;
-    /// without one it is reserved up to [`STREAM_BUFFER_SIZE`] and grows as bytes arrive, so a
-    /// lying length field costs no more memory than was sent. Returns the bytes taken (they
-    /// count as consumed, as with [`Checker::feed`]), fewer than wanted when the reader ended
-    /// inside the header, or `None` outside the header stage.
+    /// ours. With a declared length ([`Checker::with_len`], which bounds the header length) the
+    /// buffer is allocated whole in zeroed memory, which costs no `memset` (a large allocation
+    /// is a fresh map from the kernel, zero already), and read into; without one, it is
+    /// reserved up to [`STREAM_BUFFER_SIZE`] and grows as bytes arrive (std's `read_to_end`,
+    /// which leaves the new memory unfilled for a `File` or `Stdin`), so a lying length field
+    /// costs no more memory than was sent. Returns the bytes taken (they count as consumed, as
+    /// with [`Checker::feed`]), fewer than wanted when the reader ended inside the header, or
+    /// `None` outside the header stage.
     pub(crate) fn read_header(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<u64>> {
         let m = &mut self.0;
         let Stage::Header { n, buf, .. } = &mut m.stage else {
@@ -271,16 +286,25 @@ impl<'a> Checker<'a> {
         };
         let before = buf.len();
         let want = *n - before as u64;
-        let room = match m.len {
-            Some(_) => want,
-            None => want.min(STREAM_BUFFER_SIZE as u64),
+        let read = match (m.len, usize::try_from(*n)) {
+            (Some(_), Ok(n)) => {
+                let mut header = vec![0u8; n];
+                header[..before].copy_from_slice(buf);
+                let read = read_full(reader, &mut header[before..]);
+                header.truncate(before + read.as_ref().map_or(0, |&k| k));
+                *buf = header;
+                read.map(|_| ())
+            }
+            _ => {
+                let room = want.min(STREAM_BUFFER_SIZE as u64);
+                buf.reserve_exact(usize::try_from(room).unwrap_or(usize::MAX));
+                reader.take(want).read_to_end(buf).map(|_| ())
+            }
         };
-        buf.reserve_exact(usize::try_from(room).unwrap_or(usize::MAX));
-        let read = reader.take(want).read_to_end(buf);
         let taken = buf.len() - before;
         m.consumed += taken as u64;
         m.header_filled();
-        read.map(|_| Some(taken as u64))
+        read.map(|()| Some(taken as u64))
     }
 
     /// Whether the checker has the header and is at the data region, which a source may then
@@ -748,4 +772,45 @@ fn require_reference_named(
         ));
     }
     Ok(checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::{serialize, TensorSpec};
+    use stcheck_testkit::Noting;
+
+    #[test]
+    fn read_header_reads_each_byte_once_into_the_memory_the_report_keeps() {
+        let names: Vec<String> = (0..2_000).map(|i| format!("layer.{i}.weight")).collect();
+        let specs: Vec<TensorSpec<'_>> = names
+            .iter()
+            .map(|n| TensorSpec::new(n, crate::Dtype::F32, &[], &[0u8; 4]))
+            .collect();
+        let file = serialize(&specs, &[]).expect("serialize");
+        let end = 8 + usize::try_from(u64::from_le_bytes(file[..8].try_into().expect("8")))
+            .expect("fits");
+        let config = Config::default();
+        // With a declared length (a file) and without (a pipe); the first 100 header bytes fed
+        // before, as a file's first read does.
+        for declared in [true, false] {
+            let mut checker = Checker::new(&config);
+            if declared {
+                checker = checker.with_len(file.len() as u64);
+            }
+            assert_eq!(checker.feed(&file[..108]), Need::More);
+            let mut reader = Noting::new(&file, 108);
+            let taken = checker.read_header(&mut reader).expect("read");
+            assert_eq!(taken, Some((end - 108) as u64), "declared {declared}");
+            assert_eq!(reader.pos(), end, "declared {declared}");
+            assert_eq!(checker.consumed(), end as u64);
+            assert!(checker.at_data(), "declared {declared}");
+            // Outside the header stage nothing is read.
+            assert_eq!(checker.read_header(&mut reader).expect("read"), None);
+            checker.feed(&file[end..]);
+            let checked = checker.finish();
+            let text = checked.verdict.as_ref().expect("valid").header_text();
+            reader.assert_read_into(108..end, text.as_ptr() as usize + 100);
+        }
+    }
 }

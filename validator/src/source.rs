@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, Read};
 
 use crate::cache::read_full_at;
-use crate::check::{require_reference, Checked, Checker, Need};
+use crate::check::{read_full, require_reference, Checked, Checker, Need};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::frame::LENGTH_FIELD;
 use crate::limits::{Config, HEAD_LEN, STREAM_BUFFER_SIZE};
@@ -51,20 +51,6 @@ impl ReadMode {
 
 crate::error::from_name! {
     ReadMode: [ReadMode::Mmap, ReadMode::Read, ReadMode::Stream];
-}
-
-/// Read until `buf` is full or the reader ends; the bytes read. Retries on `Interrupted`.
-pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// Feed `checker` from `reader` as far as it wants, telling `progress` of the bytes it takes.
@@ -359,18 +345,24 @@ fn read_head_with(
     }
 }
 
-/// [`Checker::read_header`] from `file` at `at`. `File::read_to_end` fills memory it has not
-/// zeroed, which a positioned read (`pread`) into a buffer of ours cannot do without `unsafe`
-/// (`read_buf_at` is not stable), so the file is read at its position, set to `at` and put
-/// back after: a stream read of the same open file starts where it stood.
+/// [`Checker::read_header`] from `file` at `at`, with positioned reads: the file's position is
+/// neither used nor moved.
 fn read_header_at(file: &File, checker: &mut Checker<'_>, at: u64) -> io::Result<Option<u64>> {
-    use io::Seek as _;
-    let mut f = file;
-    let was = f.stream_position()?;
-    f.seek(io::SeekFrom::Start(at))?;
-    let read = checker.read_header(&mut f);
-    f.seek(io::SeekFrom::Start(was))?;
-    read
+    checker.read_header(&mut At { file, at })
+}
+
+/// A file read on from `at` with positioned reads (`pread`).
+struct At<'f> {
+    file: &'f File,
+    at: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = read_full_at(self.file, buf, self.at)?;
+        self.at += k as u64;
+        Ok(k)
+    }
 }
 
 /// Bytes read at a time by each thread of a split scan of a file: small enough to stay in the
