@@ -364,7 +364,7 @@ fn quiet_reference_panics() {
 }
 
 /// The one scratch file of this process, unlinked as soon as it is made.
-fn scratch() -> &'static std::sync::Mutex<File> {
+pub(crate) fn scratch() -> &'static std::sync::Mutex<File> {
     static FILE: OnceLock<std::sync::Mutex<File>> = OnceLock::new();
     FILE.get_or_init(|| {
         let path =
@@ -518,6 +518,65 @@ pub fn check_reader_table(text: &[u8]) {
     for f in answer.findings() {
         assert!(f.rule().is_portable() && f.finding().offset() <= file.len() as u64);
     }
+    check_reader_table_set(&table, &report);
+}
+
+/// The shard names of the set a reader table judges: plain, and ones that percent-decode to
+/// a parent directory, a control character, a malformed escape, a drive-like prefix.
+const SET_SHARDS: [&str; 5] = [
+    "model-00001-of-00002.safetensors",
+    "%252e%252e%252fup.safetensors",
+    "a%01b.safetensors",
+    "bad%zz.safetensors",
+    "c:model.safetensors",
+];
+
+/// A table that loads judges a set: an index naming the table's special names and the probe's
+/// tensors across [`SET_SHARDS`], each shard the probe file. The whole set at once
+/// ([`portable::check_set`]) and fed shard by shard ([`portable::SetCheck`], as the index
+/// checker does) give the same answer; its findings are `PORTABLE-*`, those about a shard name
+/// one of the set's shards, those of the index within it.
+fn check_reader_table_set(table: &ReaderTable, probe: &Report<'_>) {
+    let mut facts = portable::IndexFacts::new();
+    let mut offset = 2;
+    let names = table
+        .special_names()
+        .into_iter()
+        .take(8)
+        .chain(probe.tensors().map(|t| t.name));
+    for (i, name) in names.enumerate() {
+        facts.push(name, SET_SHARDS[i % SET_SHARDS.len()], offset);
+        offset += name.len() as u64 + 40;
+    }
+    let index_len = offset;
+    let shards: Vec<(&str, &Report<'_>)> = SET_SHARDS.iter().map(|&s| (s, probe)).collect();
+    let mut options = Options::all(table);
+    for refusals_are_errors in [false, true] {
+        options.refusals_are_errors = refusals_are_errors;
+        let whole = portable::check_set(table, &facts, &shards, &options);
+        let mut fed = portable::SetCheck::new(table, &facts, &options);
+        for (name, report) in &shards {
+            fed.add_shard(name, report);
+        }
+        assert_eq!(
+            fed.finish(),
+            whole,
+            "FUZZ FINDING: the set fed shard by shard is judged otherwise than whole"
+        );
+        for f in whole.findings() {
+            let within = match f.shard() {
+                Some(s) => SET_SHARDS.contains(&s) && f.finding().offset() <= probe.file_len(),
+                None => f.finding().offset() <= index_len,
+            };
+            assert!(
+                f.rule().is_portable() && within,
+                "FUZZ FINDING: set finding {:?} at {} (shard {:?})",
+                f.rule(),
+                f.finding().offset(),
+                f.shard()
+            );
+        }
+    }
 }
 
 /// A small valid file with a tensor of each of a few dtypes and a metadata entry, for tables
@@ -598,6 +657,17 @@ pub fn check_writer(data: &[u8]) {
             let mut again = Vec::new();
             write::serialize_to(&mut again, &specs, &meta).expect("a Vec takes the bytes");
             assert_eq!(again, file, "FUZZ FINDING: serialize_to wrote other bytes");
+            // A sink that fails part way (a full disk): the error, after a prefix of the file.
+            let room = data.len() % (file.len() + 1);
+            let mut full = Full {
+                taken: Vec::new(),
+                room,
+            };
+            let written = write::serialize_to(&mut full, &specs, &meta);
+            assert!(
+                written.is_err() == (room < file.len()) && full.taken == file[..full.taken.len()],
+                "FUZZ FINDING: serialize_to into a sink of {room} bytes: {written:?}"
+            );
         }
         Err(e) => {
             assert!(
@@ -607,5 +677,29 @@ pub fn check_writer(data: &[u8]) {
             let mut sink = Vec::new();
             assert!(write::serialize_to(&mut sink, &specs, &meta).is_err());
         }
+    }
+}
+
+/// A sink that takes `room` bytes and then fails, as a full disk does.
+struct Full {
+    taken: Vec<u8>,
+    room: usize,
+}
+
+impl Write for Full {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let k = buf.len().min(self.room - self.taken.len());
+        if k == 0 && !buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "the fuzz sink is full",
+            ));
+        }
+        self.taken.extend_from_slice(&buf[..k]);
+        Ok(k)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
