@@ -171,6 +171,19 @@ pub fn check_source_faults(data: &[u8]) {
         drop_pages(file);
     }
 
+    let stamp = stcheck::FileStamp::of(file).expect("the scratch file's stamp");
+    assert_eq!((stamp.len(), stamp.is_empty()), (len, len == 0));
+    // The start of the file as `read_head` hands it out: the bytes the checker took.
+    let mut checker = Checker::new(&config).with_len(len);
+    match stcheck::read_head(file, &mut checker, len) {
+        Ok(head) => assert_eq!(
+            head,
+            file_bytes[..checker.consumed() as usize],
+            "FUZZ FINDING: read_head gave other bytes than the file's first"
+        ),
+        Err(e) => panic!("FUZZ FINDING: read_head of an unchanged file: {e}"),
+    }
+
     let calls = AtomicU32::new(0);
     let made = AtomicBool::new(false);
     let hook = |_: u64| {
@@ -183,7 +196,10 @@ pub fn check_source_faults(data: &[u8]) {
     let made = made.load(Ordering::SeqCst);
     let reference = config.reference;
     match (&got, made, plan.change) {
-        (Err(e), true, _) if e.kind() == ReadErrorKind::Changed => {}
+        (Err(e), true, _) if e.kind() == ReadErrorKind::Changed => assert!(
+            e.is_policy() && e.code() == "changed" && !e.to_string().is_empty(),
+            "FUZZ FINDING: a change reported as {e:?}"
+        ),
         (Err(e), true, _) => panic!("FUZZ FINDING: a changed file ({plan:?}) failed with {e:?}"),
         (Ok(_), true, Change::Truncate(_) | Change::Extend(_)) => {
             panic!("FUZZ FINDING: a verdict on a file whose length changed ({plan:?})")
@@ -218,10 +234,16 @@ pub fn check_source_faults(data: &[u8]) {
             "FUZZ FINDING: a reader that failed after {} bytes gave another verdict",
             plan.fail_after
         ),
-        Err(e) => assert!(
-            (e.kind() == ReadErrorKind::Io && plan.fail_after <= len) || reference,
-            "FUZZ FINDING: a reader failing after {} of {len} bytes: {e:?}",
-            plan.fail_after
-        ),
+        Err(e) if reference && e.kind() != ReadErrorKind::Io => {}
+        Err(e) => {
+            assert!(
+                e.kind() == ReadErrorKind::Io && plan.fail_after <= len && !e.is_policy(),
+                "FUZZ FINDING: a reader failing after {} of {len} bytes: {e:?}",
+                plan.fail_after
+            );
+            // The reader's own error is kept, and handed back.
+            assert!(std::error::Error::source(&e).is_some() && e.path().is_none());
+            assert_eq!(e.into_io_error().kind(), io::ErrorKind::BrokenPipe);
+        }
     }
 }

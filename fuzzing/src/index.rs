@@ -50,6 +50,51 @@ pub enum IndexChange {
     RenameShard(u64),
 }
 
+/// The options of the index checker on the same set: each warning rule allowed by name is
+/// gone, and nothing else; denied by name, it is an error; an index one byte above the header
+/// limit is `INDEX-JSON` alone.
+fn check_index_options(index: &[u8], source: &Faulty, report: &stcheck::index::IndexReport) {
+    use stcheck::index::check_index;
+    let mut rules: Vec<Rule> = report.warnings().iter().map(|w| w.rule()).collect();
+    rules.dedup();
+    for rule in rules.into_iter().take(2) {
+        let mut allowing = Config::default();
+        allowing.allow = vec![rule];
+        if let Ok(r) = check_index(index, source, &allowing) {
+            let kept: Vec<_> = report
+                .warnings()
+                .iter()
+                .filter(|w| w.rule() != rule)
+                .cloned()
+                .collect();
+            assert_eq!(
+                (r.errors(), r.warnings()),
+                (report.errors(), &kept[..]),
+                "FUZZ FINDING: {rule} allowed changed more than its warnings"
+            );
+        }
+        let mut denying = Config::default();
+        denying.deny = vec![rule];
+        if let Ok(r) = check_index(index, source, &denying) {
+            assert!(
+                !r.is_valid() && r.errors().iter().any(|e| e.rule() == rule),
+                "FUZZ FINDING: {rule} denied is no error"
+            );
+        }
+    }
+    if let Some(limit) = (index.len() as u64).checked_sub(1) {
+        let limited = Config::default().max_header_size(limit);
+        if let Ok(r) = check_index(index, source, &limited) {
+            let rules: Vec<Rule> = r.errors().iter().map(|e| e.rule()).collect();
+            assert_eq!(
+                rules,
+                [Rule::IndexJson],
+                "FUZZ FINDING: an index above the limit"
+            );
+        }
+    }
+}
+
 /// The read errors a shard's check fails with in [`IndexChange::ShardFails`].
 pub const READ_FAULTS: [stcheck::ReadErrorKind; 6] = [
     stcheck::ReadErrorKind::LinkNotFollowed,
@@ -109,7 +154,9 @@ impl IndexCase {
                 shards.push(m);
             }
         }
-        let change = match src.below(13) {
+        // The first eight as the kept corpus was made with; the faults and layout changes
+        // added later share the last choice with the raw index.
+        let change = match src.below(8) {
             0 => IndexChange::None,
             1 => IndexChange::DropEntry(src.u32().into()),
             2 => IndexChange::WrongTotal(1 + src.below(1 << 20)),
@@ -117,12 +164,14 @@ impl IndexCase {
             4 => IndexChange::BreakShard(src.u32().into()),
             5 => IndexChange::ExtraFile,
             6 => IndexChange::FlipIndexByte(src.u32().into(), src.byte().max(1)),
-            7 => IndexChange::RawIndex,
-            8 => IndexChange::ShardFails(src.u32().into(), src.byte()),
-            9 => IndexChange::ListFails,
-            10 => IndexChange::MoveEntry(src.u32().into(), src.u32().into()),
-            11 => IndexChange::DuplicateTensor(src.u32().into(), src.u32().into()),
-            _ => IndexChange::RenameShard(src.u32().into()),
+            _ => match src.below(6) {
+                0 => IndexChange::RawIndex,
+                1 => IndexChange::ShardFails(src.u32().into(), src.byte()),
+                2 => IndexChange::ListFails,
+                3 => IndexChange::MoveEntry(src.u32().into(), src.u32().into()),
+                4 => IndexChange::DuplicateTensor(src.u32().into(), src.u32().into()),
+                _ => IndexChange::RenameShard(src.u32().into()),
+            },
         };
         let raw_len = src.below(256) as usize;
         let raw = (0..raw_len).map(|_| src.byte()).collect();
@@ -288,7 +337,15 @@ impl IndexCase {
             list_fails: self.change == IndexChange::ListFails,
         };
         let config = Config::default();
-        let report = match check_index(&index, &source, &config) {
+        // What each shard came to, as the index checker hands it out.
+        let mut seen = stcheck::index::ShardCounts::default();
+        let checked =
+            stcheck::index::check_index_with(&index, &source, &config, &mut |_, o| match o {
+                stcheck::index::ShardOutcome::Checked(c) if c.verdict.is_ok() => seen.valid += 1,
+                stcheck::index::ShardOutcome::Checked(_) => seen.invalid += 1,
+                stcheck::index::ShardOutcome::NotChecked(_) => seen.missing += 1,
+            });
+        let report = match checked {
             Ok(r) => r,
             Err(e) => {
                 // Only the faults made above end the check without a verdict, with their error.
@@ -325,6 +382,19 @@ impl IndexCase {
             "FUZZ FINDING: {:?} ends the check, and the set got a verdict",
             self.change
         );
+        assert_eq!(
+            report.shards(),
+            seen,
+            "FUZZ FINDING: the shard counts are not the outcomes handed out"
+        );
+        for f in report.errors().iter().chain(report.warnings()) {
+            let shown = f.to_string();
+            assert!(
+                shown.contains(f.rule().id()) && !f.location().as_str().is_empty(),
+                "FUZZ FINDING: a finding shown as {shown:?}"
+            );
+        }
+        check_index_options(&index, &source, &report);
         let again = check_index(&index, &source, &config).ok();
         assert_eq!(
             again
@@ -373,6 +443,21 @@ impl IndexCase {
                 );
                 assert_eq!(report.tensors(), all.len());
                 assert_eq!(report.total_size(), Some(total));
+                assert_eq!(report.computed_size(), Some(total));
+                assert_eq!(
+                    (report.shards().valid, report.shards().total()),
+                    (n as u64, n as u64)
+                );
+                let elements: u64 = self
+                    .shards
+                    .iter()
+                    .flat_map(|m| &m.tensors)
+                    .map(|t| t.shape.iter().product::<u64>())
+                    .sum();
+                assert_eq!(report.parameters(), elements, "FUZZ FINDING: parameters");
+                let by_dtype: u64 = report.totals_by_dtype().iter().map(|t| t.tensors).sum();
+                assert_eq!(by_dtype, all.len() as u64, "FUZZ FINDING: totals by dtype");
+                assert_eq!(report.omitted(), 0);
             }
             IndexChange::RemoveShard(_) | IndexChange::BreakShard(_) if n == 0 => {}
             IndexChange::ExtraFile => {

@@ -28,7 +28,14 @@ fn fed(config: &Config, file: &[u8], with_len: bool) -> Checked<'static> {
         step += 1;
         let (piece, tail) = rest.split_at(k);
         rest = tail;
-        if checker.feed(piece) == stcheck::Need::Done {
+        let need = checker.feed(piece);
+        assert_eq!(checker.need(), need);
+        if need == stcheck::Need::Done {
+            assert_eq!(
+                checker.wanted(),
+                None,
+                "FUZZ FINDING: a done checker wants more"
+            );
             break;
         }
     }
@@ -63,10 +70,33 @@ fn print_verdict(checked: &Checked<'_>, len: u64) {
             );
             let totals: u64 = r.totals_by_dtype().iter().map(|t| t.tensors).sum();
             assert_eq!(totals, r.len() as u64, "FUZZ FINDING: dtype totals");
+            assert_eq!(r.is_empty(), r.tensors().next().is_none());
+            for t in r.tensors() {
+                // Names are unique: looked up by name, each is itself.
+                assert_eq!(
+                    r.tensor(t.name).map(|u| (u.begin, u.end)),
+                    Some((t.begin, t.end)),
+                    "FUZZ FINDING: tensor {:?} looked up by name",
+                    t.name
+                );
+                assert_eq!(
+                    t.dtype.is_float(),
+                    float(t.dtype),
+                    "FUZZ FINDING: {}",
+                    t.dtype
+                );
+            }
+            assert!(r.metadata_len() <= len && !r.metadata_form().as_str().is_empty());
             let _ = r.metadata().count();
             let _ = r.parameters();
         }
     }
+}
+
+/// The float types by their names: `F*`, `BF16`, `C64`.
+fn float(d: Dtype) -> bool {
+    let name = d.to_string();
+    name.starts_with('F') || name == "BF16" || name == "C64"
 }
 
 /// The `deep_scan` target: the deep scan (every dtype's value checks, BOOL bytes, NaN and
@@ -107,6 +137,17 @@ pub fn check_deep_scan(file: &[u8]) {
     }
     if let (Ok(report), Some(hash)) = (&single.verdict, &single.sha256) {
         check_integrity(report, hash);
+    }
+    if let (Ok(_), Some(hash)) = (&single.verdict, &single.sha256) {
+        // The same decision through the checked result: an id that is not the file's hash
+        // rejects it.
+        let mut other = Checker::check_slice(&one, file);
+        other.compare_published(&[("a server", "00")]);
+        assert!(other.verdict.is_err() && !other.is_valid());
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        let mut same = Checker::check_slice(&one, file);
+        same.compare_published(&[("a server", &hex)]);
+        assert!(same.is_valid(), "FUZZ FINDING: the file's own hash refused");
     }
     let nonfinite = single
         .deep
@@ -248,6 +289,7 @@ pub fn check_portable(file: &[u8]) {
         );
         assert_eq!(answer.support().len(), options.chosen().len());
         assert!(!answer.support_line().is_empty());
+        check_portable_claims(table, &answer, report, None);
         for f in answer.findings() {
             assert!(
                 f.rule().is_portable() && f.finding().offset() <= len,
@@ -288,6 +330,57 @@ pub fn check_portable(file: &[u8]) {
                     f.behaviour()
                 );
             }
+        }
+    }
+}
+
+/// What a portable answer claims agrees with the table: every finding prints its rule and
+/// comes from a behaviour whose condition matches the file (`Behaviour::matches_file`; for
+/// a set, a shard's `report`) or the set's `index` (`matches_index`); every refusal and
+/// misreading a reader's support lists is such a behaviour, and a misreading has its findings.
+fn check_portable_claims(
+    table: &ReaderTable,
+    answer: &portable::PortableReport,
+    report: &Report<'_>,
+    index: Option<&dyn portable::IndexView>,
+) {
+    let matches = |id: &str| {
+        let b = table
+            .behaviours()
+            .iter()
+            .find(|b| b.id() == id)
+            .unwrap_or_else(|| panic!("FUZZ FINDING: behaviour {id} is not in the table"));
+        match (b.condition().is_index(), index) {
+            (true, Some(index)) => b.matches_index(index) && !b.matches_file(report),
+            (true, None) => false,
+            (false, _) => b.matches_file(report) && index.is_none_or(|i| !b.matches_index(i)),
+        }
+    };
+    for f in answer.findings() {
+        assert!(
+            f.to_string().contains(f.rule().id()) && matches(f.behaviour()),
+            "FUZZ FINDING: finding {f} of a behaviour that does not match"
+        );
+    }
+    for s in answer.support() {
+        assert_eq!(
+            s.loads(),
+            s.refusals().is_empty() && s.misreadings().is_empty()
+        );
+        assert!(table.reader(s.reader().id()).is_some());
+        for r in s.refusals() {
+            assert!(
+                matches(&r.behaviour) && !r.reason.is_empty(),
+                "FUZZ FINDING: refusal {r:?} of a behaviour that does not match"
+            );
+        }
+        for m in s.misreadings() {
+            assert!(
+                matches(m)
+                    && (answer.findings().iter().any(|f| f.behaviour() == m)
+                        || answer.omitted() > 0),
+                "FUZZ FINDING: misreading {m} without its findings"
+            );
         }
     }
 }
@@ -518,6 +611,7 @@ pub fn check_reader_table(text: &[u8]) {
     for f in answer.findings() {
         assert!(f.rule().is_portable() && f.finding().offset() <= file.len() as u64);
     }
+    check_portable_claims(&table, &answer, &report, None);
     check_reader_table_set(&table, &report);
 }
 
@@ -549,6 +643,11 @@ fn check_reader_table_set(table: &ReaderTable, probe: &Report<'_>) {
         offset += name.len() as u64 + 40;
     }
     let index_len = offset;
+    let units: u64 = facts
+        .entries()
+        .map(|(t, s, _)| (t.encode_utf16().count() + s.encode_utf16().count()) as u64)
+        .sum();
+    assert_eq!(facts.utf16_length(), units);
     let shards: Vec<(&str, &Report<'_>)> = SET_SHARDS.iter().map(|&s| (s, probe)).collect();
     let mut options = Options::all(table);
     for refusals_are_errors in [false, true] {
@@ -563,6 +662,7 @@ fn check_reader_table_set(table: &ReaderTable, probe: &Report<'_>) {
             whole,
             "FUZZ FINDING: the set fed shard by shard is judged otherwise than whole"
         );
+        check_portable_claims(table, &whole, probe, Some(&facts));
         for f in whole.findings() {
             let within = match f.shard() {
                 Some(s) => SET_SHARDS.contains(&s) && f.finding().offset() <= probe.file_len(),

@@ -37,11 +37,21 @@ pub fn check_validate(data: &[u8]) {
     let first = stcheck::validate(data, &config);
     let len = data.len() as u64;
     match &first {
-        Err(e) => assert!(
-            e.offset() <= len,
-            "FUZZ FINDING: error offset {} beyond the input's {len} bytes: {e}",
-            e.offset()
-        ),
+        Err(e) => {
+            assert!(
+                e.offset() <= len,
+                "FUZZ FINDING: error offset {} beyond the input's {len} bytes: {e}",
+                e.offset()
+            );
+            // Without deny options no warning is promoted; the error shows its rule, and
+            // its finding is the error's.
+            assert!(
+                !e.is_promoted_warning() && e.kind() == e.rule().kind(),
+                "FUZZ FINDING: {e:?} rejects under the default options"
+            );
+            assert!(format!("{e:?}").contains(e.rule().id()));
+            assert_eq!(e.finding().to_string(), e.to_string());
+        }
         Ok(r) => {
             for w in r.warnings() {
                 assert!(
@@ -94,6 +104,13 @@ pub fn check_validate(data: &[u8]) {
         data,
         &config.clone().deny_warnings(true),
     ));
+    if let Outcome::Reject(e) = &strict {
+        assert_eq!(
+            e.is_promoted_warning(),
+            !matches!(&a, Outcome::Reject(_)),
+            "FUZZ FINDING: {e} promoted or not"
+        );
+    }
     let expected = match a {
         Outcome::Accept { warnings, .. } if !warnings.is_empty() => {
             Outcome::Reject(warnings[0].clone().into())
