@@ -9,6 +9,7 @@
 #   LLVM_BIN         where llvm-profdata and llvm-cov are, matching rustc's LLVM
 #                    (default /usr/lib/llvm-22/bin: Debian's llvm-22)
 #   COVERAGE_OUT     where the merged profile and the reports go (default target/fuzz-coverage)
+#   COVERAGE_JOBS    targets measured at a time (default 2; 1 measures one after another)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,20 +26,44 @@ targets=${FUZZ_TARGETS:-$(cd fuzz && cargo +nightly fuzz list)}
 mkdir -p "$out"
 case $corpus in /*) ;; *) corpus=$root/$corpus ;; esac
 
-objects=()
-profiles=()
+# One target's profile over its corpus; its log in $out/<target>.log, and $out/<target>.failed
+# if it failed.
+measure() {
+    rm -f "$out/$1.failed"
+    # Built with debug assertions (-a), as the targets are fuzzed.
+    (cd fuzz && cargo +nightly fuzz coverage -a --llvm-path "$llvm_bin" "$1" "$corpus/$1" \
+        -- -rss_limit_mb=2048 -timeout=10) > "$out/$1.log" 2>&1 || {
+        echo "coverage: cargo fuzz coverage $1 failed; last lines of $out/$1.log:" >&2
+        tail -20 "$out/$1.log" >&2
+        touch "$out/$1.failed"
+    }
+}
+
+# COVERAGE_JOBS targets at a time (default 2): cargo builds one at a time (the build directory
+# is locked), so one target's corpus runs while the next one builds. What is measured does
+# not change: each target is built and run as it is alone.
+jobs=${COVERAGE_JOBS:-2}
+measured=()
 for t in $targets; do
     if [ -z "$(ls -A "$corpus/$t" 2>/dev/null)" ]; then
         echo "coverage: no corpus for $t under $corpus; skipped" >&2
         continue
     fi
-    # Built with debug assertions (-a), as the targets are fuzzed.
-    (cd fuzz && cargo +nightly fuzz coverage -a --llvm-path "$llvm_bin" "$t" "$corpus/$t" \
-        -- -rss_limit_mb=2048 -timeout=10) > "$out/$t.log" 2>&1 || {
-        echo "coverage: cargo fuzz coverage $t failed; last lines of $out/$t.log:" >&2
-        tail -20 "$out/$t.log" >&2
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n || true
+    done
+    measure "$t" &
+    measured+=("$t")
+done
+wait
+for t in "${measured[@]}"; do
+    if [ -e "$out/$t.failed" ]; then
         exit 1
-    }
+    fi
+done
+objects=()
+profiles=()
+for t in "${measured[@]}"; do
     objects+=(-object "$(find fuzz/target -path "*/coverage/*/release/$t" -type f | head -1)")
     profiles+=("fuzz/coverage/$t/coverage.profdata")
 done

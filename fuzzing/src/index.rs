@@ -33,6 +33,109 @@ pub enum IndexChange {
     FlipIndexByte(u64, u8),
     /// Use the raw bytes as the index; only the generic properties are checked.
     RawIndex,
+    /// Checking a shard fails with a read error of this kind (see [`READ_FAULTS`]): a link not
+    /// followed is `INDEX-SHARD-LINK`, a shard not there `INDEX-SHARD-MISSING`, any other
+    /// error ends the check of the set with that error, naming the shard.
+    ShardFails(u64, u8),
+    /// Listing the index's directory fails: the check ends with that error.
+    ListFails,
+    /// A `weight_map` entry names another shard than the one holding the tensor
+    /// (`INDEX-TENSOR-MISSING`).
+    MoveEntry(u64, u64),
+    /// A tensor is in two shards (`INDEX-TENSOR-DUPLICATE`).
+    DuplicateTensor(u64, u64),
+    /// The index names a shard by the raw bytes (read lossily as UTF-8) instead of its file
+    /// name: `INDEX-SHARD-NAME` for a name that is no plain file name, else
+    /// `INDEX-SHARD-MISSING`.
+    RenameShard(u64),
+}
+
+/// The options of the index checker on the same set: each warning rule allowed by name is
+/// gone, and nothing else; denied by name, it is an error; an index one byte above the header
+/// limit is `INDEX-JSON` alone.
+fn check_index_options(index: &[u8], source: &Faulty, report: &stcheck::index::IndexReport) {
+    use stcheck::index::check_index;
+    let mut rules: Vec<Rule> = report.warnings().iter().map(|w| w.rule()).collect();
+    rules.dedup();
+    for rule in rules.into_iter().take(2) {
+        let mut allowing = Config::default();
+        allowing.allow = vec![rule];
+        if let Ok(r) = check_index(index, source, &allowing) {
+            let kept: Vec<_> = report
+                .warnings()
+                .iter()
+                .filter(|w| w.rule() != rule)
+                .cloned()
+                .collect();
+            assert_eq!(
+                (r.errors(), r.warnings()),
+                (report.errors(), &kept[..]),
+                "FUZZ FINDING: {rule} allowed changed more than its warnings"
+            );
+        }
+        let mut denying = Config::default();
+        denying.deny = vec![rule];
+        if let Ok(r) = check_index(index, source, &denying) {
+            assert!(
+                !r.is_valid() && r.errors().iter().any(|e| e.rule() == rule),
+                "FUZZ FINDING: {rule} denied is no error"
+            );
+        }
+    }
+    if let Some(limit) = (index.len() as u64).checked_sub(1) {
+        let limited = Config::default().max_header_size(limit);
+        if let Ok(r) = check_index(index, source, &limited) {
+            let rules: Vec<Rule> = r.errors().iter().map(|e| e.rule()).collect();
+            assert_eq!(
+                rules,
+                [Rule::IndexJson],
+                "FUZZ FINDING: an index above the limit"
+            );
+        }
+    }
+}
+
+/// The read errors a shard's check fails with in [`IndexChange::ShardFails`].
+pub const READ_FAULTS: [stcheck::ReadErrorKind; 6] = [
+    stcheck::ReadErrorKind::LinkNotFollowed,
+    stcheck::ReadErrorKind::NotFound,
+    stcheck::ReadErrorKind::NotRegular,
+    stcheck::ReadErrorKind::Loop,
+    stcheck::ReadErrorKind::Changed,
+    stcheck::ReadErrorKind::Io,
+];
+
+/// Shards in memory whose check or listing fails as an [`IndexChange`] says.
+struct Faulty {
+    files: stcheck::index::MemorySource,
+    /// The shard whose check fails, and how.
+    fails: Option<(String, stcheck::ReadErrorKind)>,
+    /// Whether listing the directory fails.
+    list_fails: bool,
+}
+
+impl stcheck::index::ShardSource for Faulty {
+    fn list(&self) -> Result<Vec<String>, stcheck::ReadError> {
+        if self.list_fails {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "fuzz: listing").into());
+        }
+        self.files.list()
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        config: &Config,
+        f: &mut dyn FnMut(stcheck::Checked<'_>),
+    ) -> Result<(), stcheck::ReadError> {
+        match &self.fails {
+            Some((failing, kind)) if failing == name => Err(stcheck::ReadError::new(
+                *kind,
+                format!("fuzz: {}", kind.as_str()),
+            )),
+            _ => self.files.check(name, config, f),
+        }
+    }
 }
 
 impl IndexCase {
@@ -51,6 +154,8 @@ impl IndexCase {
                 shards.push(m);
             }
         }
+        // The first eight as the kept corpus was made with; the faults and layout changes
+        // added later share the last choice with the raw index.
         let change = match src.below(8) {
             0 => IndexChange::None,
             1 => IndexChange::DropEntry(src.u32().into()),
@@ -59,7 +164,14 @@ impl IndexCase {
             4 => IndexChange::BreakShard(src.u32().into()),
             5 => IndexChange::ExtraFile,
             6 => IndexChange::FlipIndexByte(src.u32().into(), src.byte().max(1)),
-            _ => IndexChange::RawIndex,
+            _ => match src.below(6) {
+                0 => IndexChange::RawIndex,
+                1 => IndexChange::ShardFails(src.u32().into(), src.byte()),
+                2 => IndexChange::ListFails,
+                3 => IndexChange::MoveEntry(src.u32().into(), src.u32().into()),
+                4 => IndexChange::DuplicateTensor(src.u32().into(), src.u32().into()),
+                _ => IndexChange::RenameShard(src.u32().into()),
+            },
         };
         let raw_len = src.below(256) as usize;
         let raw = (0..raw_len).map(|_| src.byte()).collect();
@@ -83,14 +195,32 @@ impl IndexCase {
         let mut files = Vec::new();
         let mut weight_map = serde_json::Map::new();
         let mut total = 0u64;
+        // Two different shards `(i, j)` chosen by `k` and `to`, when there are two.
+        let pair = |k: u64, to: u64| {
+            let i = (k % n.max(1) as u64) as usize;
+            (n >= 2).then(|| (i, (i + 1 + (to % (n as u64 - 1)) as usize) % n))
+        };
+        let duplicate = match self.change {
+            IndexChange::DuplicateTensor(k, to) => pair(k, to),
+            _ => None,
+        };
         for (i, m) in self.shards.iter().enumerate() {
             let name = Self::shard_name(i, n);
             for t in &m.tensors {
                 weight_map.insert(t.name.clone(), serde_json::Value::String(name.clone()));
                 total += t.data.len() as u64;
             }
-            files.push((name, m.serialize()));
+            match duplicate {
+                // Shard j also holds the first tensor of shard i.
+                Some((from, j)) if j == i => {
+                    let mut m = m.clone();
+                    m.tensors.push(self.shards[from].tensors[0].clone());
+                    files.push((name, m.serialize()));
+                }
+                _ => files.push((name, m.serialize())),
+            }
         }
+        let mut fails = None;
         let mut expect: Option<Rule> = None;
         let mut declared_total = total;
         let all: Vec<String> = weight_map.keys().cloned().collect();
@@ -139,6 +269,43 @@ impl IndexCase {
                     expect = Some(Rule::IndexShardInvalid);
                 }
             }
+            IndexChange::ShardFails(k, kind) if n > 0 => {
+                let kind = READ_FAULTS[usize::from(kind) % READ_FAULTS.len()];
+                fails = Some((Self::shard_name((k % n as u64) as usize, n), kind));
+                expect = match kind {
+                    stcheck::ReadErrorKind::LinkNotFollowed => Some(Rule::IndexShardLink),
+                    stcheck::ReadErrorKind::Changed | stcheck::ReadErrorKind::Io => None,
+                    _ => Some(Rule::IndexShardMissing),
+                };
+            }
+            IndexChange::MoveEntry(k, to) => {
+                if let Some((i, j)) = pair(k, to) {
+                    let moved = &self.shards[i].tensors[0].name;
+                    weight_map.insert(
+                        moved.clone(),
+                        serde_json::Value::String(Self::shard_name(j, n)),
+                    );
+                    expect = Some(Rule::IndexTensorMissing);
+                }
+            }
+            IndexChange::DuplicateTensor(..) if duplicate.is_some() => {
+                expect = Some(Rule::IndexTensorDuplicate);
+            }
+            IndexChange::RenameShard(k) if n > 0 => {
+                let old = Self::shard_name((k % n as u64) as usize, n);
+                let new = String::from_utf8_lossy(&self.raw).into_owned();
+                if !files.iter().any(|(f, _)| *f == new) {
+                    for v in weight_map.values_mut() {
+                        if v.as_str() == Some(old.as_str()) {
+                            *v = serde_json::Value::String(new.clone());
+                        }
+                    }
+                    expect = Some(match stcheck::index::check_shard_name(&new) {
+                        Err(_) => Rule::IndexShardName,
+                        Ok(()) => Rule::IndexShardMissing,
+                    });
+                }
+            }
             _ => {}
         }
         for (name, bytes) in files {
@@ -164,11 +331,70 @@ impl IndexCase {
             _ => {}
         }
 
-        let config = Config::default();
-        let report = match check_index(&index, &source, &config) {
-            Ok(r) => r,
-            Err(e) => panic!("FUZZ FINDING: in-memory index check failed with I/O: {e}"),
+        let source = Faulty {
+            files: source,
+            fails,
+            list_fails: self.change == IndexChange::ListFails,
         };
+        let config = Config::default();
+        // What each shard came to, as the index checker hands it out.
+        let mut seen = stcheck::index::ShardCounts::default();
+        let checked =
+            stcheck::index::check_index_with(&index, &source, &config, &mut |_, o| match o {
+                stcheck::index::ShardOutcome::Checked(c) if c.verdict.is_ok() => seen.valid += 1,
+                stcheck::index::ShardOutcome::Checked(_) => seen.invalid += 1,
+                stcheck::index::ShardOutcome::NotChecked(_) => seen.missing += 1,
+            });
+        let report = match checked {
+            Ok(r) => r,
+            Err(e) => {
+                // Only the faults made above end the check without a verdict, with their error.
+                let expected = match &source.fails {
+                    Some((name, kind)) if e.shard() == Some(name.as_str()) => {
+                        e.kind() == *kind && e.to_string().contains(kind.as_str())
+                    }
+                    _ => source.list_fails && e.kind() == stcheck::ReadErrorKind::Io,
+                };
+                assert!(
+                    expected,
+                    "FUZZ FINDING: {:?}: the index check failed with {e}",
+                    self.change
+                );
+                assert!(!e.is_policy() || e.kind() == stcheck::ReadErrorKind::Changed);
+                return;
+            }
+        };
+        // A fault that ends the check gives no verdict; only an index rejected before the
+        // shards are read (`INDEX-JSON`, `INDEX-SCHEMA`) gets one.
+        let ends = source.list_fails
+            || source.fails.as_ref().is_some_and(|(_, kind)| {
+                matches!(
+                    kind,
+                    stcheck::ReadErrorKind::Changed | stcheck::ReadErrorKind::Io
+                )
+            });
+        assert!(
+            !ends
+                || report
+                    .errors()
+                    .iter()
+                    .any(|f| matches!(f.rule(), Rule::IndexJson | Rule::IndexSchema)),
+            "FUZZ FINDING: {:?} ends the check, and the set got a verdict",
+            self.change
+        );
+        assert_eq!(
+            report.shards(),
+            seen,
+            "FUZZ FINDING: the shard counts are not the outcomes handed out"
+        );
+        for f in report.errors().iter().chain(report.warnings()) {
+            let shown = f.to_string();
+            assert!(
+                shown.contains(f.rule().id()) && !f.location().as_str().is_empty(),
+                "FUZZ FINDING: a finding shown as {shown:?}"
+            );
+        }
+        check_index_options(&index, &source, &report);
         let again = check_index(&index, &source, &config).ok();
         assert_eq!(
             again
@@ -217,6 +443,21 @@ impl IndexCase {
                 );
                 assert_eq!(report.tensors(), all.len());
                 assert_eq!(report.total_size(), Some(total));
+                assert_eq!(report.computed_size(), Some(total));
+                assert_eq!(
+                    (report.shards().valid, report.shards().total()),
+                    (n as u64, n as u64)
+                );
+                let elements: u64 = self
+                    .shards
+                    .iter()
+                    .flat_map(|m| &m.tensors)
+                    .map(|t| t.shape.iter().product::<u64>())
+                    .sum();
+                assert_eq!(report.parameters(), elements, "FUZZ FINDING: parameters");
+                let by_dtype: u64 = report.totals_by_dtype().iter().map(|t| t.tensors).sum();
+                assert_eq!(by_dtype, all.len() as u64, "FUZZ FINDING: totals by dtype");
+                assert_eq!(report.omitted(), 0);
             }
             IndexChange::RemoveShard(_) | IndexChange::BreakShard(_) if n == 0 => {}
             IndexChange::ExtraFile => {

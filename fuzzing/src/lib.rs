@@ -32,6 +32,7 @@ use stcheck::{Config, Dtype, Error, Report, Rule};
 
 mod conformance;
 mod differential;
+mod faults;
 mod generate;
 mod glob;
 mod index;
@@ -47,6 +48,7 @@ mod validate;
 
 pub use conformance::*;
 pub use differential::*;
+pub use faults::*;
 pub use generate::*;
 pub use glob::*;
 pub use index::*;

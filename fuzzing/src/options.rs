@@ -28,7 +28,14 @@ fn fed(config: &Config, file: &[u8], with_len: bool) -> Checked<'static> {
         step += 1;
         let (piece, tail) = rest.split_at(k);
         rest = tail;
-        if checker.feed(piece) == stcheck::Need::Done {
+        let need = checker.feed(piece);
+        assert_eq!(checker.need(), need);
+        if need == stcheck::Need::Done {
+            assert_eq!(
+                checker.wanted(),
+                None,
+                "FUZZ FINDING: a done checker wants more"
+            );
             break;
         }
     }
@@ -63,10 +70,33 @@ fn print_verdict(checked: &Checked<'_>, len: u64) {
             );
             let totals: u64 = r.totals_by_dtype().iter().map(|t| t.tensors).sum();
             assert_eq!(totals, r.len() as u64, "FUZZ FINDING: dtype totals");
+            assert_eq!(r.is_empty(), r.tensors().next().is_none());
+            for t in r.tensors() {
+                // Names are unique: looked up by name, each is itself.
+                assert_eq!(
+                    r.tensor(t.name).map(|u| (u.begin, u.end)),
+                    Some((t.begin, t.end)),
+                    "FUZZ FINDING: tensor {:?} looked up by name",
+                    t.name
+                );
+                assert_eq!(
+                    t.dtype.is_float(),
+                    float(t.dtype),
+                    "FUZZ FINDING: {}",
+                    t.dtype
+                );
+            }
+            assert!(r.metadata_len() <= len && !r.metadata_form().as_str().is_empty());
             let _ = r.metadata().count();
             let _ = r.parameters();
         }
     }
+}
+
+/// The float types by their names: `F*`, `BF16`, `C64`.
+fn float(d: Dtype) -> bool {
+    let name = d.to_string();
+    name.starts_with('F') || name == "BF16" || name == "C64"
 }
 
 /// The `deep_scan` target: the deep scan (every dtype's value checks, BOOL bytes, NaN and
@@ -107,6 +137,17 @@ pub fn check_deep_scan(file: &[u8]) {
     }
     if let (Ok(report), Some(hash)) = (&single.verdict, &single.sha256) {
         check_integrity(report, hash);
+    }
+    if let (Ok(_), Some(hash)) = (&single.verdict, &single.sha256) {
+        // The same decision through the checked result: an id that is not the file's hash
+        // rejects it.
+        let mut other = Checker::check_slice(&one, file);
+        other.compare_published(&[("a server", "00")]);
+        assert!(other.verdict.is_err() && !other.is_valid());
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        let mut same = Checker::check_slice(&one, file);
+        same.compare_published(&[("a server", &hex)]);
+        assert!(same.is_valid(), "FUZZ FINDING: the file's own hash refused");
     }
     let nonfinite = single
         .deep
@@ -248,6 +289,7 @@ pub fn check_portable(file: &[u8]) {
         );
         assert_eq!(answer.support().len(), options.chosen().len());
         assert!(!answer.support_line().is_empty());
+        check_portable_claims(table, &answer, report, None);
         for f in answer.findings() {
             assert!(
                 f.rule().is_portable() && f.finding().offset() <= len,
@@ -288,6 +330,57 @@ pub fn check_portable(file: &[u8]) {
                     f.behaviour()
                 );
             }
+        }
+    }
+}
+
+/// What a portable answer claims agrees with the table: every finding prints its rule and
+/// comes from a behaviour whose condition matches the file (`Behaviour::matches_file`; for
+/// a set, a shard's `report`) or the set's `index` (`matches_index`); every refusal and
+/// misreading a reader's support lists is such a behaviour, and a misreading has its findings.
+fn check_portable_claims(
+    table: &ReaderTable,
+    answer: &portable::PortableReport,
+    report: &Report<'_>,
+    index: Option<&dyn portable::IndexView>,
+) {
+    let matches = |id: &str| {
+        let b = table
+            .behaviours()
+            .iter()
+            .find(|b| b.id() == id)
+            .unwrap_or_else(|| panic!("FUZZ FINDING: behaviour {id} is not in the table"));
+        match (b.condition().is_index(), index) {
+            (true, Some(index)) => b.matches_index(index) && !b.matches_file(report),
+            (true, None) => false,
+            (false, _) => b.matches_file(report) && index.is_none_or(|i| !b.matches_index(i)),
+        }
+    };
+    for f in answer.findings() {
+        assert!(
+            f.to_string().contains(f.rule().id()) && matches(f.behaviour()),
+            "FUZZ FINDING: finding {f} of a behaviour that does not match"
+        );
+    }
+    for s in answer.support() {
+        assert_eq!(
+            s.loads(),
+            s.refusals().is_empty() && s.misreadings().is_empty()
+        );
+        assert!(table.reader(s.reader().id()).is_some());
+        for r in s.refusals() {
+            assert!(
+                matches(&r.behaviour) && !r.reason.is_empty(),
+                "FUZZ FINDING: refusal {r:?} of a behaviour that does not match"
+            );
+        }
+        for m in s.misreadings() {
+            assert!(
+                matches(m)
+                    && (answer.findings().iter().any(|f| f.behaviour() == m)
+                        || answer.omitted() > 0),
+                "FUZZ FINDING: misreading {m} without its findings"
+            );
         }
     }
 }
@@ -364,7 +457,7 @@ fn quiet_reference_panics() {
 }
 
 /// The one scratch file of this process, unlinked as soon as it is made.
-fn scratch() -> &'static std::sync::Mutex<File> {
+pub(crate) fn scratch() -> &'static std::sync::Mutex<File> {
     static FILE: OnceLock<std::sync::Mutex<File>> = OnceLock::new();
     FILE.get_or_init(|| {
         let path =
@@ -518,6 +611,72 @@ pub fn check_reader_table(text: &[u8]) {
     for f in answer.findings() {
         assert!(f.rule().is_portable() && f.finding().offset() <= file.len() as u64);
     }
+    check_portable_claims(&table, &answer, &report, None);
+    check_reader_table_set(&table, &report);
+}
+
+/// The shard names of the set a reader table judges: plain, and ones that percent-decode to
+/// a parent directory, a control character, a malformed escape, a drive-like prefix.
+const SET_SHARDS: [&str; 5] = [
+    "model-00001-of-00002.safetensors",
+    "%252e%252e%252fup.safetensors",
+    "a%01b.safetensors",
+    "bad%zz.safetensors",
+    "c:model.safetensors",
+];
+
+/// A table that loads judges a set: an index naming the table's special names and the probe's
+/// tensors across [`SET_SHARDS`], each shard the probe file. The whole set at once
+/// ([`portable::check_set`]) and fed shard by shard ([`portable::SetCheck`], as the index
+/// checker does) give the same answer; its findings are `PORTABLE-*`, those about a shard name
+/// one of the set's shards, those of the index within it.
+fn check_reader_table_set(table: &ReaderTable, probe: &Report<'_>) {
+    let mut facts = portable::IndexFacts::new();
+    let mut offset = 2;
+    let names = table
+        .special_names()
+        .into_iter()
+        .take(8)
+        .chain(probe.tensors().map(|t| t.name));
+    for (i, name) in names.enumerate() {
+        facts.push(name, SET_SHARDS[i % SET_SHARDS.len()], offset);
+        offset += name.len() as u64 + 40;
+    }
+    let index_len = offset;
+    let units: u64 = facts
+        .entries()
+        .map(|(t, s, _)| (t.encode_utf16().count() + s.encode_utf16().count()) as u64)
+        .sum();
+    assert_eq!(facts.utf16_length(), units);
+    let shards: Vec<(&str, &Report<'_>)> = SET_SHARDS.iter().map(|&s| (s, probe)).collect();
+    let mut options = Options::all(table);
+    for refusals_are_errors in [false, true] {
+        options.refusals_are_errors = refusals_are_errors;
+        let whole = portable::check_set(table, &facts, &shards, &options);
+        let mut fed = portable::SetCheck::new(table, &facts, &options);
+        for (name, report) in &shards {
+            fed.add_shard(name, report);
+        }
+        assert_eq!(
+            fed.finish(),
+            whole,
+            "FUZZ FINDING: the set fed shard by shard is judged otherwise than whole"
+        );
+        check_portable_claims(table, &whole, probe, Some(&facts));
+        for f in whole.findings() {
+            let within = match f.shard() {
+                Some(s) => SET_SHARDS.contains(&s) && f.finding().offset() <= probe.file_len(),
+                None => f.finding().offset() <= index_len,
+            };
+            assert!(
+                f.rule().is_portable() && within,
+                "FUZZ FINDING: set finding {:?} at {} (shard {:?})",
+                f.rule(),
+                f.finding().offset(),
+                f.shard()
+            );
+        }
+    }
 }
 
 /// A small valid file with a tensor of each of a few dtypes and a metadata entry, for tables
@@ -598,6 +757,17 @@ pub fn check_writer(data: &[u8]) {
             let mut again = Vec::new();
             write::serialize_to(&mut again, &specs, &meta).expect("a Vec takes the bytes");
             assert_eq!(again, file, "FUZZ FINDING: serialize_to wrote other bytes");
+            // A sink that fails part way (a full disk): the error, after a prefix of the file.
+            let room = data.len() % (file.len() + 1);
+            let mut full = Full {
+                taken: Vec::new(),
+                room,
+            };
+            let written = write::serialize_to(&mut full, &specs, &meta);
+            assert!(
+                written.is_err() == (room < file.len()) && full.taken == file[..full.taken.len()],
+                "FUZZ FINDING: serialize_to into a sink of {room} bytes: {written:?}"
+            );
         }
         Err(e) => {
             assert!(
@@ -607,5 +777,29 @@ pub fn check_writer(data: &[u8]) {
             let mut sink = Vec::new();
             assert!(write::serialize_to(&mut sink, &specs, &meta).is_err());
         }
+    }
+}
+
+/// A sink that takes `room` bytes and then fails, as a full disk does.
+struct Full {
+    taken: Vec<u8>,
+    room: usize,
+}
+
+impl Write for Full {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let k = buf.len().min(self.room - self.taken.len());
+        if k == 0 && !buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "the fuzz sink is full",
+            ));
+        }
+        self.taken.extend_from_slice(&buf[..k]);
+        Ok(k)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

@@ -24,7 +24,7 @@ fn each_input(target: &str, check: &dyn Fn(&[u8])) -> usize {
 
 #[test]
 fn kept_corpora_pass_their_checks() {
-    let targets: [Target<'_>; 21] = [
+    let targets: [Target<'_>; 22] = [
         ("validate", &|b| stcheck_fuzzing::check_validate(b)),
         ("stream", &|b| stcheck_fuzzing::check_stream_input(b)),
         ("differential", &|b| {
@@ -61,6 +61,9 @@ fn kept_corpora_pass_their_checks() {
             stcheck_fuzzing::check_reference_profile(b)
         }),
         ("file_source", &|b| stcheck_fuzzing::check_file_source(b)),
+        ("source_faults", &|b| {
+            stcheck_fuzzing::check_source_faults(b)
+        }),
         ("rule_table", &|b| stcheck_fuzzing::check_rule_table(b)),
         ("reader_table", &|b| stcheck_fuzzing::check_reader_table(b)),
         ("writer", &|b| stcheck_fuzzing::check_writer(b)),

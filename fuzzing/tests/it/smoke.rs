@@ -128,6 +128,37 @@ fn index_target_on_seeded_sets() {
     }
 }
 
+/// Every fault of a shard source and every change of the set's layout, on generated sets
+/// (the check asserts each change's rule or error).
+#[test]
+fn index_target_on_every_source_fault_and_layout_change() {
+    use fuzzing::IndexChange;
+    let mut rng = Rng::new(0x5eed_0008);
+    for round in 0..40u64 {
+        let mut case = fuzzing::IndexCase::generate(&mut rng);
+        // Hostile names for `RenameShard`: a path, a parent, a control character, a plain one.
+        case.raw = [
+            &b"../up.safetensors"[..],
+            b"a/b",
+            b"x\x01y",
+            b"other.safetensors",
+        ][(round % 4) as usize]
+            .to_vec();
+        let changes = (0..fuzzing::READ_FAULTS.len() as u8)
+            .map(|k| IndexChange::ShardFails(round, k))
+            .chain([
+                IndexChange::ListFails,
+                IndexChange::MoveEntry(round, round / 3),
+                IndexChange::DuplicateTensor(round, round / 5),
+                IndexChange::RenameShard(round),
+            ]);
+        for change in changes {
+            case.change = change;
+            case.check();
+        }
+    }
+}
+
 /// Text spliced from `pieces` and a few random bytes: inputs with structure for the targets
 /// whose input is text.
 fn spliced(rng: &mut Rng, pieces: &[&str], most: u64) -> Vec<u8> {
@@ -493,6 +524,29 @@ fn reference_profile_target_on_corpus_and_seeded_inputs() {
 #[test]
 fn file_source_target_on_corpus_and_seeded_inputs() {
     corpus_and_seeded(0x5eed_0104, 300, &fuzzing::check_file_source);
+}
+
+/// Every fault plan (read mode, options, change, the progress report it comes at) over
+/// corpus files and seeded ones.
+#[test]
+fn source_faults_target_on_corpus_and_seeded_inputs() {
+    let plans = std::cell::Cell::new(0u64);
+    corpus_and_seeded(0x5eed_0107, 300, &|file: &[u8]| {
+        let n = plans.get();
+        plans.set(n + 1);
+        let len = file.len() as u16;
+        let plan = [
+            (n % 6) as u8,
+            (n / 6 % 4) as u8,
+            (n / 24 % 4) as u8,
+            (n / 96 % 8) as u8,
+        ];
+        let at = (n.wrapping_mul(0x9e37) as u16) % len.max(1);
+        let mut input = plan.to_vec();
+        input.extend_from_slice(&at.to_le_bytes());
+        input.extend_from_slice(file);
+        fuzzing::check_source_faults(&input);
+    });
 }
 
 #[test]
