@@ -192,9 +192,9 @@ fn a_failing_server_is_could_not_check_never_a_verdict() {
 /// past it is not checked (exit 2), and the other URLs' records and the summary are written.
 #[test]
 fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
-    // At most 8 shards of a set at a time (`RemoteOptions::max_concurrent_shards`): four
+    // At most 16 shards of a set at a time (`RemoteOptions::max_concurrent_shards`): four
     // rounds of them.
-    const SHARDS: usize = 32;
+    const SHARDS: usize = 64;
     let good = zeros_file(3);
     let (body, total) = declared_file(1 << 30, 64 * 1024);
     let index: Vec<u8> = {
@@ -219,7 +219,7 @@ fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
         if path == "/set/m.safetensors.index.json" {
             return serve_file(req, &index, true);
         }
-        // Each shard about a second, dripped: 32 of them, at most 8 at a time, pass 2 s.
+        // Each shard about a second, dripped: 64 of them, at most 16 at a time, pass 2 s.
         match path
             .strip_prefix("/set/m-")
             .and_then(|p| p.strip_suffix(".safetensors"))

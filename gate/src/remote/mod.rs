@@ -185,7 +185,7 @@ pub struct RemoteOptions {
     /// Most shards of an index fetched at the same time (at least 1); they are still handed
     /// to the set's check, and reported, in the index's order. A set fetches one shard at a
     /// time on its own and the others with helpers of the client's pool
-    /// ([`RemoteOptions::shard_helpers`]). Default: 8.
+    /// ([`RemoteOptions::shard_helpers`]). Default: 16.
     pub max_concurrent_shards: usize,
     /// Shard fetches the sets checked with this client may run beside their own one, all the
     /// sets together: a set fetches up to [`RemoteOptions::max_concurrent_shards`] shards at
@@ -229,7 +229,7 @@ impl Default for RemoteOptions {
             backoff: Duration::from_millis(250),
             max_retry_after: Duration::from_secs(120),
             first_fetch: 64 * 1024,
-            max_concurrent_shards: 8,
+            max_concurrent_shards: 16,
             shard_helpers: crate::options::DEFAULT_URL_JOBS,
             connections_per_host: crate::options::DEFAULT_URL_JOBS * 2,
             shard_header_budget: 16 << 20,
