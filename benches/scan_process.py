@@ -10,7 +10,10 @@ page cache.
   /proc/meminfo) over each run.
 
 Each command runs ROUNDS times, alternated within every round; the table gives the median
-wall time and its ratio to the first command of its group. With --baseline BIN an older
+wall time with its spread (fastest-slowest) and its ratio to the first command of its group,
+and the median CPU time (user + system of the process and its threads) with its ratio: on a
+shared machine the CPU time is the steadier figure, as the wall time also counts the waits
+for a core. The load average is printed before and after each group. With --baseline BIN an older
 stcheck runs the same stcheck commands beside it. The machine is shared: the cache growth of a
 run also counts what other processes read meanwhile (several rounds show it).
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import struct
 import subprocess
@@ -78,15 +82,28 @@ def warm(path: Path) -> None:
     subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
 
 
-def run(cmd: list[str]) -> tuple[float, int]:
+def cpu_children() -> float:
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
+def run(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and the page cache's growth in KiB over one run of `cmd`."""
     before = cached_kib()
+    cpu = cpu_children()
     start = time.perf_counter()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     took = time.perf_counter() - start
+    used = cpu_children() - cpu
     grew = cached_kib() - before
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
-    return took, grew
+    return took, used, grew
+
+
+def load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def main() -> None:
@@ -114,28 +131,39 @@ def main() -> None:
             (f"{name} --deep (cold)", [b, "--deep", p]),
             (f"{name} --deep --mmap (cold)", [b, "--deep", "--mmap", p]),
         ]
-    print(f"{a.rounds} rounds; median wall s (ratio to the group's first); page cache growth MiB (median)")
-    print("| group | command | wall s | ratio | cache growth MiB |")
-    print("|---|---|---|---|---|")
+    print(f"{a.rounds} rounds; median wall s [fastest-slowest] (ratio to the group's first); median CPU s (ratio); page cache growth MiB (median)")
+    print("| group | command | wall s | ratio | CPU s | ratio | cache growth MiB |")
+    print("|---|---|---|---|---|---|---|")
     wanted = a.groups.split(",")
     groups = (("warm", warm_cmds, False), ("warm sha256", sha_cmds, False), ("cold", cold_cmds, True))
     for group, cmds, cold in (g for g in groups if g[0].split()[-1] in wanted):
         times: dict[str, list[float]] = {n: [] for n, _ in cmds}
+        cpus: dict[str, list[float]] = {n: [] for n, _ in cmds}
         grows: dict[str, list[int]] = {n: [] for n, _ in cmds}
+        loads = [load()]
         for _ in range(a.rounds):
             for name, cmd in cmds:
                 if cold:
                     drop(f)
                 else:
                     warm(f)
-                t, g = run(cmd)
+                t, c, g = run(cmd)
                 times[name].append(t)
+                cpus[name].append(c)
                 grows[name].append(g)
+        loads.append(load())
         first = statistics.median(times[cmds[0][0]])
+        first_cpu = statistics.median(cpus[cmds[0][0]])
         for name, _ in cmds:
             t = statistics.median(times[name])
+            spread = f"{min(times[name]):.3f}-{max(times[name]):.3f}"
+            c = statistics.median(cpus[name])
             g = statistics.median(grows[name]) / 1024
-            print(f"| {group} | {name} | {t:.3f} | {t / first:.2f}x | {g:.0f} |", flush=True)
+            print(
+                f"| {group} | {name} | {t:.3f} [{spread}] | {t / first:.2f}x | {c:.3f} | {c / first_cpu:.2f}x | {g:.0f} |",
+                flush=True,
+            )
+        print(f"(load average before and after the group: {loads[0]}; {loads[1]})", flush=True)
 
 
 if __name__ == "__main__":

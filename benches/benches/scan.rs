@@ -14,7 +14,11 @@
 //! without a map: `check_file` with [`stcheck::ReadMode::Read`], whose data region is read
 //! with `pread` in blocks by each scanning thread (so a file truncated under it is an error,
 //! never `SIGBUS`). `scan/pread-only-2threads` is their floor: the same reads with nothing
-//! done with the bytes (the copy out of the page cache that a scan without a map pays).
+//! done with the bytes (the copy out of the page cache that a scan without a map pays,
+//! [`stcheck_benches::pread_threads`]). Criterion runs one benchmark after the other, so on a
+//! shared machine a change of load between them moves the ratio: `scan_floor`
+//! (`benches/src/bin/scan_floor.rs`) alternates the floor and the scans run by run and gives
+//! their CPU time too.
 //!
 //! The file (F16, BF16, F32 and BOOL tensors, finite values) is built once under
 //! `CARGO_TARGET_TMPDIR` and reused. Its size is `STCHECK_SCAN_MIB` MiB (default 512); under
@@ -113,50 +117,6 @@ fn baseline(bytes: &[u8]) -> u64 {
         .fold(0u64, u64::wrapping_add)
 }
 
-/// The floor of any check that reads the file instead of mapping it: `pread` of the whole
-/// file in 256 KiB blocks (the read mode's block) on `threads` threads, each into a buffer of
-/// its own, with nothing done with the bytes. What it costs over [`baseline_threads`] is the
-/// copy out of the page cache, which no read-mode scan can avoid.
-fn pread_threads(file: &File, len: u64, threads: u64) -> u64 {
-    let share = len.div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = (0..threads)
-            .map(|k| {
-                s.spawn(move || {
-                    let mut buf = vec![0u8; 256 * 1024];
-                    let (mut pos, end) = (k * share, ((k + 1) * share).min(len));
-                    let mut last = 0u8;
-                    while pos < end {
-                        let want =
-                            usize::try_from(end - pos).map_or(buf.len(), |r| r.min(buf.len()));
-                        let n = read_at(file, &mut buf[..want], pos);
-                        if n == 0 {
-                            break;
-                        }
-                        last ^= buf[n - 1];
-                        pos += n as u64;
-                    }
-                    u64::from(last)
-                })
-            })
-            .collect();
-        parts
-            .into_iter()
-            .map(|p| p.join().expect("reading thread"))
-            .fold(0u64, |a, b| a ^ b)
-    })
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> usize {
-    std::os::unix::fs::FileExt::read_at(file, buf, at).expect("pread the bench file")
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> usize {
-    std::os::windows::fs::FileExt::seek_read(file, buf, at).expect("read the bench file")
-}
-
 /// [`baseline_threads`] over a new map of `file`: what any mapped check of a file pays (the
 /// map, and the page tables filled as the threads touch it), where `baseline-2threads` sums a
 /// map made once, its page tables already filled.
@@ -235,7 +195,7 @@ fn scan_bench(c: &mut Criterion) {
         b.iter(|| black_box(check(&two, stcheck::ReadMode::Mmap)))
     });
     g.bench_function("pread-only-2threads", |b| {
-        b.iter(|| black_box(pread_threads(&file, bytes.len() as u64, 2)))
+        b.iter(|| black_box(stcheck_benches::pread_threads(&file, bytes.len() as u64, 2)))
     });
     g.bench_function("read-deep", |b| b.iter(|| black_box(read(&deep))));
     g.bench_function("read-deep-2threads", |b| b.iter(|| black_box(read(&two))));

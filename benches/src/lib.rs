@@ -227,6 +227,51 @@ mod tests {
     }
 }
 
+/// The floor of any check that reads a file instead of mapping it: `pread` of the whole file
+/// in 256 KiB blocks (the read mode's block) on `threads` threads, each into a buffer of its
+/// own, with nothing done with the bytes but one of each block kept (so the reads are not left
+/// out). What it costs over a sum of the mapped file's words is the copy out of the page cache,
+/// which no read-mode scan can avoid. `scan/pread-only-2threads` and `scan_floor` time it.
+pub fn pread_threads(file: &std::fs::File, len: u64, threads: u64) -> u64 {
+    let share = len.div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..threads)
+            .map(|k| {
+                s.spawn(move || {
+                    let mut buf = vec![0u8; 256 * 1024];
+                    let (mut pos, end) = (k * share, ((k + 1) * share).min(len));
+                    let mut last = 0u8;
+                    while pos < end {
+                        let want =
+                            usize::try_from(end - pos).map_or(buf.len(), |r| r.min(buf.len()));
+                        let n = read_at(file, &mut buf[..want], pos);
+                        if n == 0 {
+                            break;
+                        }
+                        last ^= buf[n - 1];
+                        pos += n as u64;
+                    }
+                    u64::from(last)
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .map(|p| p.join().expect("reading thread"))
+            .fold(0u64, |a, b| a ^ b)
+    })
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], at: u64) -> usize {
+    std::os::unix::fs::FileExt::read_at(file, buf, at).expect("pread the bench file")
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &std::fs::File, buf: &mut [u8], at: u64) -> usize {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at).expect("read the bench file")
+}
+
 /// The positional arguments of a helper binary of `benches/`, after its options: `-h` or
 /// `--help` prints `usage` and exits 0; `--` ends the options (what follows is positional even
 /// if it starts with `-`); any other argument that starts with `-` (but `-` alone), or more
