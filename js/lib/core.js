@@ -339,8 +339,10 @@ export function checkHeader(bytes, fileLength, options = {}) {
     checkOptions(json);
     throw e;
   }
-  const path = options.path ?? "-";
-  return open(handed(() => api.checkBytes(b, len, path, json)), options);
+  // No path and no options (the usual call): no string passed in (shown as "-", the defaults).
+  const path = options.path ?? undefined;
+  const given = json === "{}" ? undefined : json;
+  return open(handed(() => api.checkBytes(b, len, path, given)), options);
 }
 
 /** A source of bytes at positions: a Blob (File), bytes in memory, or `{size, read(pos, n)}`

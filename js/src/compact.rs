@@ -124,8 +124,9 @@ struct Keys {
     recent: Box<[(usize, usize, u32); RECENT]>,
 }
 
-/// Slots of [`Keys::recent`].
-const RECENT: usize = 256;
+/// Slots of [`Keys::recent`]: 2^10, for the few dozen keys and words of a record.
+const RECENT_BITS: u32 = 10;
+const RECENT: usize = 1 << RECENT_BITS;
 
 impl Default for Keys {
     fn default() -> Self {
@@ -139,9 +140,11 @@ impl Default for Keys {
 }
 
 impl Keys {
+    /// The slot of `k` in [`Keys::recent`]: its address and length, mixed (Fibonacci
+    /// hashing: the top bits of a multiple by 2^32 / phi).
     fn slot(k: &str) -> usize {
-        let a = k.as_ptr() as usize;
-        (a ^ (a >> 8) ^ k.len().wrapping_mul(31)) % RECENT
+        let a = (k.as_ptr() as usize as u32) ^ (k.len() as u32).rotate_left(16);
+        (a.wrapping_mul(0x9e37_79b9) >> (32 - RECENT_BITS)) as usize
     }
 
     /// The index of `k`, if told (or being told).

@@ -255,8 +255,17 @@ pub fn index_options_error(options: &str) -> String {
 /// first bytes of a file of that length (the length field and the header at least; the data
 /// too when the options read it); without it, `bytes` are the whole file.
 #[wasm_bindgen(js_name = checkBytes)]
-pub fn check_bytes(bytes: &[u8], file_len: f64, path: &str, options: &str) -> u32 {
-    let r = match resolve_cached(options) {
+///
+/// `path` and `options` may be left out (`undefined`): the path is then shown as `-`, and the
+/// options are the defaults (`{}`), so the usual call passes no string at all.
+pub fn check_bytes(
+    bytes: &[u8],
+    file_len: f64,
+    path: Option<String>,
+    options: Option<String>,
+) -> u32 {
+    let path = path.as_deref().unwrap_or("-");
+    let r = match resolve_cached(options.as_deref().unwrap_or("{}")) {
         Ok(r) => r,
         Err(m) => return usage(&m),
     };
@@ -755,9 +764,14 @@ mod tests {
         let out = handed(s.finish("x.safetensors"));
         assert!(out.contains(r#""unread""#), "{out}");
         assert!(out.contains("more than the 268435456 bytes"), "{out}");
-        let out = handed(check_bytes(&head, (n + 8) as f64, "x", raised));
+        let out = handed(check_bytes(
+            &head,
+            (n + 8) as f64,
+            None,
+            Some(raised.into()),
+        ));
         assert!(out.contains("more than the 268435456 bytes"), "{out}");
-        let out = handed(check_bytes(&head, (n + 8) as f64, "x", ""));
+        let out = handed(check_bytes(&head, (n + 8) as f64, Some("x".into()), None));
         assert!(out.contains("FRAME-HEADER-LIMIT"), "{out}");
     }
 
