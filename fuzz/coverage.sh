@@ -102,6 +102,9 @@ for name, rc, rn, lc, ln in rows:
     print(f"{name:52} {rc:>6}/{rn:<6} {pct(rc, rn):5.1f}% {lc:>5}/{ln:<5} {pct(lc, ln):5.1f}%")
 print()
 for crate, (rc, rn, lc, ln) in crates.items():
+    if rn == 0:
+        print(f"{crate:52} {'not linked into any target':>33}")
+        continue
     print(f"{crate:52} {rc:>6}/{rn:<6} {pct(rc, rn):5.1f}% {lc:>5}/{ln:<5} {pct(lc, ln):5.1f}%")
 if not rows:
     sys.exit("coverage: no file of validator/, gate/ or print/ in the profile")

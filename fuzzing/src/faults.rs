@@ -27,16 +27,18 @@ enum Change {
 }
 
 /// How the fault is set up, from the input's first 6 bytes: byte 0 the read mode (mod 3) and
-/// whether the file is read cold (the next bit), byte 1 the options, byte 2 the change, byte 3
-/// the progress report it comes at, bytes 4-5 where (or how much).
+/// whether the file's pages are dropped from the page cache (the next bit), byte 1 the
+/// options, byte 2 the change, byte 3 the progress report they come at, bytes 4-5 where (or
+/// how much).
 #[derive(Debug, Clone, Copy)]
 struct Plan {
     mode: ReadMode,
-    /// Whether the file's pages are dropped from the page cache before the check.
+    /// Whether the file's pages are dropped from the page cache at the chosen progress
+    /// report (before the change, if any).
     cold: bool,
     config: u8,
     change: Change,
-    /// The progress report (1-based) at which the change is made.
+    /// The progress report (1-based) at which the pages are dropped and the change made.
     trigger: u32,
     /// For the failing reader: the bytes it gives before its error.
     fail_after: u64,
@@ -167,9 +169,6 @@ pub fn check_source_faults(data: &[u8]) {
     file.seek(SeekFrom::Start(0)).expect("seek");
     file.write_all(file_bytes).expect("write the scratch file");
     file.seek(SeekFrom::Start(0)).expect("seek");
-    if plan.cold {
-        drop_pages(file);
-    }
 
     let stamp = stcheck::FileStamp::of(file).expect("the scratch file's stamp");
     assert_eq!((stamp.len(), stamp.is_empty()), (len, len == 0));
@@ -187,7 +186,15 @@ pub fn check_source_faults(data: &[u8]) {
     let calls = AtomicU32::new(0);
     let made = AtomicBool::new(false);
     let hook = |_: u64| {
-        if calls.fetch_add(1, Ordering::SeqCst) + 1 == plan.trigger && plan.change != Change::None {
+        if calls.fetch_add(1, Ordering::SeqCst) + 1 != plan.trigger {
+            return;
+        }
+        // Dropped after the header is read, the data region is read cold (dropped before the
+        // check, the file's first read would bring it all in again: the kernel reads ahead).
+        if plan.cold {
+            drop_pages(file);
+        }
+        if plan.change != Change::None {
             apply(file, file_bytes, plan.change);
             made.store(true, Ordering::SeqCst);
         }

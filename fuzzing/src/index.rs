@@ -55,27 +55,18 @@ pub enum IndexChange {
 /// limit is `INDEX-JSON` alone.
 fn check_index_options(index: &[u8], source: &Faulty, report: &stcheck::index::IndexReport) {
     use stcheck::index::check_index;
-    let mut rules: Vec<Rule> = report.warnings().iter().map(|w| w.rule()).collect();
-    rules.dedup();
-    for rule in rules.into_iter().take(2) {
-        let mut allowing = Config::default();
-        allowing.allow = vec![rule];
-        if let Ok(r) = check_index(index, source, &allowing) {
-            let kept: Vec<_> = report
-                .warnings()
-                .iter()
-                .filter(|w| w.rule() != rule)
-                .cloned()
-                .collect();
+    for rule in crate::validate::warning_rules(report.warnings(), 2) {
+        if let Ok(r) = check_index(index, source, &crate::validate::by_name(rule, true)) {
             assert_eq!(
                 (r.errors(), r.warnings()),
-                (report.errors(), &kept[..]),
+                (
+                    report.errors(),
+                    &crate::validate::without(report.warnings(), rule)[..]
+                ),
                 "FUZZ FINDING: {rule} allowed changed more than its warnings"
             );
         }
-        let mut denying = Config::default();
-        denying.deny = vec![rule];
-        if let Ok(r) = check_index(index, source, &denying) {
+        if let Ok(r) = check_index(index, source, &crate::validate::by_name(rule, false)) {
             assert!(
                 !r.is_valid() && r.errors().iter().any(|e| e.rule() == rule),
                 "FUZZ FINDING: {rule} denied is no error"

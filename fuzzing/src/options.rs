@@ -604,6 +604,27 @@ pub fn check_reader_table(text: &[u8]) {
         let _ = (b.near_misses(), b.condition().is_index(), b.effect().verb());
     }
     let _ = table.special_names();
+    // Choosing readers: none is refused, an unknown one is named, each of the table's loads.
+    // (An ID longer than all of the table's together is none of them.)
+    let unknown: String = table
+        .readers()
+        .iter()
+        .map(|r| r.id())
+        .chain(["?"])
+        .collect();
+    for ids in [&[][..], &[unknown.as_str()][..]] {
+        match Options::readers(&table, ids) {
+            Ok(_) => panic!("FUZZ FINDING: readers {ids:?} chosen"),
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
+    for r in table.readers() {
+        assert!(
+            Options::readers(&table, &[r.id()]).is_ok_and(|o| o.chosen().len() == 1),
+            "FUZZ FINDING: the table's reader {} cannot be chosen",
+            r.id()
+        );
+    }
     let file = reader_table_probe();
     let report = stcheck::validate(file, &Config::default()).expect("the probe file is valid");
     let answer = portable::check_file(&table, &report, &Options::all(&table));

@@ -146,39 +146,53 @@ fn check_rule_options(data: &[u8], report: &Report<'_>) {
         Err(e) if e.rule() == Rule::FrameHeaderLimit && n > 0 => {}
         other => panic!("FUZZ FINDING: a header of {n} bytes over a limit one less: {other:?}"),
     }
-    let mut rules: Vec<Rule> = report.warnings().iter().map(|w| w.rule()).collect();
-    rules.dedup();
-    for &rule in rules.iter().take(3) {
+    for rule in warning_rules(report.warnings(), 3) {
         let first = report.warnings().iter().find(|w| w.rule() == rule);
-        let denied = stcheck::validate(data, &{
-            let mut c = Config::default();
-            c.deny = vec![rule];
-            c
-        });
+        let denied = stcheck::validate(data, &by_name(rule, false));
         assert_eq!(
             outcome(&denied),
             Outcome::Reject(first.expect("a warning of the rule").clone().into()),
             "FUZZ FINDING: {rule} denied by name"
         );
-        let allowed = stcheck::validate(data, &{
-            let mut c = Config::default();
-            c.allow = vec![rule];
-            c
-        });
+        let allowed = stcheck::validate(data, &by_name(rule, true));
         let Ok(allowed) = allowed else {
             panic!("FUZZ FINDING: {rule} allowed, and the file is rejected: {allowed:?}");
         };
-        let kept: Vec<stcheck::Warning> = report
-            .warnings()
-            .iter()
-            .filter(|w| w.rule() != rule)
-            .cloned()
-            .collect();
         assert_eq!(
             allowed.warnings(),
-            &kept[..],
+            &without(report.warnings(), rule)[..],
             "FUZZ FINDING: {rule} allowed hides other warnings"
         );
         assert!(allowed.warning_counts().all(|(r, _)| r != rule));
     }
+}
+
+/// The first `most` distinct rules of `warnings`, in order.
+pub(crate) fn warning_rules(warnings: &[stcheck::Warning], most: usize) -> Vec<Rule> {
+    let mut rules: Vec<Rule> = Vec::new();
+    for w in warnings {
+        if rules.len() < most && !rules.contains(&w.rule()) {
+            rules.push(w.rule());
+        }
+    }
+    rules
+}
+
+/// The default options with `rule` allowed by name (`allow`), or denied by name (`deny`).
+pub(crate) fn by_name(rule: Rule, allow: bool) -> Config {
+    let mut config = Config::default();
+    match allow {
+        true => config.allow = vec![rule],
+        false => config.deny = vec![rule],
+    }
+    config
+}
+
+/// `warnings` without those of `rule`.
+pub(crate) fn without(warnings: &[stcheck::Warning], rule: Rule) -> Vec<stcheck::Warning> {
+    warnings
+        .iter()
+        .filter(|w| w.rule() != rule)
+        .cloned()
+        .collect()
 }
