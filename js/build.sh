@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the npm package of stcheck (js/) into target/js-pkg/: the core compiled to
-# wasm32-unknown-unknown with Debian's rustc-web (std rebuilt with -Zbuild-std, panics abort at once),
+# wasm32-unknown-unknown with Debian's rustc-web (std rebuilt with -Zbuild-std; a panic traps),
 # wasm-bindgen's ES-module glue and TypeScript types, and the hand-written wrapper (js/lib/):
 # core.js and its three entries, stcheck.js (browsers, bundlers), node.js (Node's `import`)
 # and node.cjs (Node's `require`: node.js bundled by esbuild). Installs what is missing: the
