@@ -320,12 +320,12 @@ def test_a_batch_checks_its_urls_concurrently_and_they_share_one_deadline(
     count: int, url_jobs: Any, call: str
 ) -> None:
     """Issue 35: a batch's URLs were checked one after another, each with its own deadline (8
-    dripping URLs at ``timeout=5``: 40 s). Now ``url_jobs`` (default 8) are in flight at once,
+    dripping URLs at ``timeout=5``: 40 s). Now ``url_jobs`` (default 64) are in flight at once,
     and all share one deadline: when the first ``url_jobs`` time out, the deadline of every
     other URL of the batch has passed too, so they are not fetched at all. Counted in the
     server, not timed: exactly ``url_jobs`` requests, all in flight together, and every URL an
     ``io_error`` record of the batch's deadline."""
-    jobs = url_jobs or 8
+    jobs = min(count, url_jobs or 64)
     _Drip.in_flight, _Drip.most, _Drip.requests = 0, 0, 0
     _Drip.stop.clear()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
