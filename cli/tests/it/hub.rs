@@ -493,7 +493,9 @@ fn a_repository_checks_as_its_files_do_on_disk() {
         one_commit(&commit, files),
     )]));
     let local = run(&["--json", dir.to_str().expect("utf-8")], &[]);
-    let remote = hub.run(&["--json", "hf://org/corpus"], None);
+    // The repository's one deadline is a hang guard here: its 400 files through a debug build
+    // on a busy machine may take longer than the default 120 s, and this test is about verdicts.
+    let remote = hub.run(&["--json", "--timeout", "3600", "hf://org/corpus"], None);
     assert_eq!(local.code, remote.code, "{}", remote.stderr);
     let (local, remote) = (lines(&local.stdout), lines(&remote.stdout));
     let l = verdicts(&local, &format!("{}/", dir.display()));
