@@ -18,6 +18,14 @@ seconds=${FUZZ_SECONDS:-20}
 log_dir=${FUZZ_LOG_DIR:-target/fuzz-logs}
 mkdir -p "$log_dir"
 
+# OSS-Fuzz's build uses clang (CC/CXX below: libFuzzer's C++ is compiled with the sanitizer
+# flags it is given) and zip; the runs unzip the seed corpora. Debian's packages, when missing.
+if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null || ! command -v zip >/dev/null \
+    || ! command -v unzip >/dev/null; then
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get install -y -qq --no-install-recommends clang zip unzip > /dev/null 2>&1 \
+        || { $SUDO apt-get update -qq > /dev/null && $SUDO apt-get install -y -qq --no-install-recommends clang zip unzip > /dev/null; }
+fi
 if ! rustup toolchain list | grep -q '^nightly'; then
     rustup toolchain install nightly --profile minimal
 fi

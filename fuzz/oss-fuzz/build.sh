@@ -34,7 +34,7 @@ for t in $(cd fuzz && cargo fuzz list); do
     # The dictionary (none for structured, index, writer, remote_range, rule_table).
     case $t in
         validate | stream | differential | fast_path | remote_index | deep_scan | portable | \
-            reference_profile | file_source) cp fuzz/dict/safetensors.dict "$OUT/$t.dict" ;;
+            reference_profile | file_source | source_faults) cp fuzz/dict/safetensors.dict "$OUT/$t.dict" ;;
         address | hub_listing | content_range | glob | serve_query) cp fuzz/dict/web.dict "$OUT/$t.dict" ;;
         serve_clamd) cp fuzz/dict/clamd.dict "$OUT/$t.dict" ;;
         reader_table) cp fuzz/dict/readers.dict "$OUT/$t.dict" ;;
