@@ -41,6 +41,9 @@ struct Shared {
     log_json: AtomicBool,
     stopping: AtomicBool,
     stop: watch::Sender<bool>,
+    /// Workers a reload took away that streams in flight still hold: each stream that ends
+    /// while this is above zero pays one back (its worker is forgotten, not returned).
+    owed: AtomicUsize,
 }
 
 /// The settings in force and what is made of them.
@@ -120,8 +123,6 @@ pub struct Server {
     made_socket: bool,
     /// Its sockets were passed by a service manager.
     passed: bool,
-    /// The runtime it runs on (a reload may be called from outside it).
-    runtime: tokio::runtime::Handle,
 }
 
 impl Server {
@@ -156,6 +157,7 @@ impl Server {
             metrics: Metrics::default(),
             log: Log::stderr(),
             stopping: AtomicBool::new(false),
+            owed: AtomicUsize::new(0),
             stop,
         });
         let now = shared.now();
@@ -213,7 +215,6 @@ impl Server {
             made_socket: !passed_any && s.clamd_socket.is_some(),
             passed: passed_any,
             shared: shared.clone(),
-            runtime: tokio::runtime::Handle::current(),
         };
         if let Some(l) = clamd {
             tokio::spawn(accept_tcp(l, shared.clone(), Protocol::Clamd));
@@ -254,7 +255,7 @@ impl Server {
         new.clamd_allow_remote = o.clamd_allow_remote;
         let (from, to) = (o.limits.workers, new.limits.workers);
         let current = Current::new(new, Some(&old.workers))?;
-        resize(&self.runtime, &current.workers, from, to);
+        resize(sh, &current.workers, from, to);
         sh.log_json.store(current.settings.log_json, Relaxed);
         *sh.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
         said.extend(self.limits_line());
@@ -426,22 +427,31 @@ impl Shared {
     }
 }
 
-/// The one semaphore of workers, from `from` permits to `to`: more at once; fewer as the
-/// streams holding them end (a task takes the difference as they are released and forgets
-/// it; the semaphore is fair, so new streams wait behind it). Streams in flight keep their
-/// worker; those waiting in the queue stay in it.
-fn resize(runtime: &tokio::runtime::Handle, workers: &Arc<Semaphore>, from: usize, to: usize) {
+/// The one semaphore of workers, from `from` permits to `to`: more at once (first cancelling
+/// what a shrink still owes); fewer by taking the free workers now and owing the rest, which
+/// the streams in flight pay back as they end ([`Slot`]'s drop), before any stream waiting in
+/// the queue is admitted. Streams in flight keep their worker; those waiting stay queued. No
+/// task and no ordering between tasks: what a stream ending does is decided when it ends.
+fn resize(sh: &Shared, workers: &Semaphore, from: usize, to: usize) {
     if to > from {
-        workers.add_permits(to - from);
-    } else if let Ok(fewer) = u32::try_from(from - to) {
-        if fewer > 0 {
-            let workers = workers.clone();
-            runtime.spawn(async move {
-                if let Ok(taken) = workers.acquire_many_owned(fewer).await {
-                    taken.forget();
+        let grow = to - from;
+        let cancelled = sh
+            .owed
+            .fetch_update(Relaxed, Relaxed, |owed| Some(owed - owed.min(grow)))
+            .map_or(0, |owed| owed.min(grow));
+        workers.add_permits(grow - cancelled);
+    } else {
+        let mut fewer = from - to;
+        while fewer > 0 {
+            match workers.try_acquire() {
+                Ok(free) => {
+                    free.forget();
+                    fewer -= 1;
                 }
-            });
+                Err(_) => break,
+            }
         }
+        sh.owed.fetch_add(fewer, Relaxed);
     }
 }
 
@@ -449,12 +459,22 @@ fn resize(runtime: &tokio::runtime::Handle, workers: &Arc<Semaphore>, from: usiz
 #[derive(Debug)]
 struct Slot {
     shared: Arc<Shared>,
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         self.shared.metrics.in_flight.fetch_sub(1, Relaxed);
+        let owed = &self.shared.owed;
+        if owed
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            // A reload made the pool smaller: this worker is not given back.
+            if let Some(permit) = self.permit.take() {
+                permit.forget();
+            }
+        }
     }
 }
 
@@ -481,7 +501,7 @@ async fn admit(sh: &Arc<Shared>, now: &Current) -> Option<Slot> {
     m.in_flight.fetch_add(1, Relaxed);
     Some(Slot {
         shared: sh.clone(),
-        _permit: permit,
+        permit: Some(permit),
     })
 }
 
