@@ -16,6 +16,22 @@ pub fn short<T: std::fmt::Debug>(x: &T, n: usize) -> String {
     }
 }
 
+/// A valid file of `n` one-element F32 tensors named `layer.{i}.weight` (a header of about
+/// 80 bytes per tensor), and the end of its header (8 + N): the input of the tests that check
+/// where a header's bytes are read into.
+pub fn many_tensors(n: usize) -> (Vec<u8>, usize) {
+    use stcheck::write::{serialize, TensorSpec};
+    let names: Vec<String> = (0..n).map(|i| format!("layer.{i}.weight")).collect();
+    let specs: Vec<TensorSpec<'_>> = names
+        .iter()
+        .map(|name| TensorSpec::new(name, stcheck::Dtype::F32, &[], &[0u8; 4]))
+        .collect();
+    let file = serialize(&specs, &[]).expect("serialize");
+    let len = u64::from_le_bytes(file[..8].try_into().expect("8 bytes"));
+    let end = 8 + usize::try_from(len).expect("fits");
+    (file, end)
+}
+
 /// A reader over `bytes` that notes each read: the stream position it started at, the address
 /// of the memory it wrote to, and how many bytes it gave. A test can tell from it that bytes
 /// were read once, in order, into the memory that keeps them rather than into a buffer they

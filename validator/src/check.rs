@@ -269,17 +269,20 @@ impl<'a> Checker<'a> {
 
     /// In the header stage: read the rest of the header from `reader`, which stands at the
     /// header's next byte, straight into the buffer the report will keep, and no byte past it.
-    /// This is how every source that reads (a file, a pipe) takes a header: no buffer of the
+    /// This is how every source that reads (a file, a pipe, an HTTP body) takes a header: no buffer of the
     /// source's in between (a second copy of a header of up to 100 MB), and no zero-fill of
     /// ours. With a declared length ([`Checker::with_len`], which bounds the header length) the
     /// buffer is allocated whole in zeroed memory, which costs no `memset` (a large allocation
     /// is a fresh map from the kernel, zero already), and read into; without one, it is
-    /// reserved up to [`STREAM_BUFFER_SIZE`] and grows as bytes arrive (std's `read_to_end`,
+    /// reserved up to [`crate::limits::STREAM_BUFFER_SIZE`] and grows as bytes arrive (std's `read_to_end`,
     /// which leaves the new memory unfilled for a `File` or `Stdin`), so a lying length field
     /// costs no more memory than was sent. Returns the bytes taken (they count as consumed, as
     /// with [`Checker::feed`]), fewer than wanted when the reader ended inside the header, or
     /// `None` outside the header stage.
-    pub(crate) fn read_header(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<u64>> {
+    ///
+    /// A source whose reads may end early (a server's short ranges) may call it again: the
+    /// buffer allocated whole the first time is kept, never allocated and copied again.
+    pub fn read_header(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<u64>> {
         let m = &mut self.0;
         let Stage::Header { n, buf, .. } = &mut m.stage else {
             return Ok(None);
@@ -288,11 +291,16 @@ impl<'a> Checker<'a> {
         let want = *n - before as u64;
         let read = match (m.len, usize::try_from(*n)) {
             (Some(_), Ok(n)) => {
-                let mut header = vec![0u8; n];
-                header[..before].copy_from_slice(buf);
-                let read = read_full(reader, &mut header[before..]);
-                header.truncate(before + read.as_ref().map_or(0, |&k| k));
-                *buf = header;
+                if buf.capacity() < n {
+                    let mut header = vec![0u8; n];
+                    header[..before].copy_from_slice(buf);
+                    *buf = header;
+                } else {
+                    // Called again after a short read: the rest of the same buffer.
+                    buf.resize(n, 0);
+                }
+                let read = read_full(reader, &mut buf[before..]);
+                buf.truncate(before + read.as_ref().map_or(0, |&k| k));
                 read.map(|_| ())
             }
             _ => {
@@ -777,19 +785,11 @@ fn require_reference_named(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write::{serialize, TensorSpec};
     use stcheck_testkit::Noting;
 
     #[test]
     fn read_header_reads_each_byte_once_into_the_memory_the_report_keeps() {
-        let names: Vec<String> = (0..2_000).map(|i| format!("layer.{i}.weight")).collect();
-        let specs: Vec<TensorSpec<'_>> = names
-            .iter()
-            .map(|n| TensorSpec::new(n, crate::Dtype::F32, &[], &[0u8; 4]))
-            .collect();
-        let file = serialize(&specs, &[]).expect("serialize");
-        let end = 8 + usize::try_from(u64::from_le_bytes(file[..8].try_into().expect("8")))
-            .expect("fits");
+        let (file, end) = stcheck_testkit::many_tensors(2_000);
         let config = Config::default();
         // With a declared length (a file) and without (a pipe); the first 100 header bytes fed
         // before, as a file's first read does.

@@ -89,8 +89,12 @@ impl Identity {
 
 /// Bytes from the start of the file, as one response delivered them.
 struct Got {
-    /// Offset of `bytes[0]` in the file.
+    /// Offset of the response's first byte in the file.
     start: u64,
+    /// How many of its first bytes went straight into the checker's header buffer
+    /// ([`verdict::Feed::read_header`]); they are not in `bytes`.
+    fed: u64,
+    /// The response's bytes not yet fed.
     bytes: Vec<u8>,
     identity: Option<Identity>,
     /// The server ignored the range and sent the whole file (200).
@@ -101,11 +105,13 @@ struct Got {
 
 /// Read a ranged response: 206 for exactly the bytes announced, 200 for the whole file (read
 /// only `want_end` bytes of it; dropping the rest closes the connection), 416 for an empty
-/// file. `want` is the inclusive range asked for.
+/// file. `want` is the inclusive range asked for. With `feed` in the header stage, a 206 body
+/// goes straight into the checker's header buffer ([`read_body`]).
 fn read_range(
     session: &mut Session<'_>,
     resp: Response,
     want: (u64, u64),
+    feed: Option<&mut verdict::Feed>,
 ) -> Result<Got, RemoteError> {
     check_encoding(&resp)?;
     let etag = resp.header("etag").map(str::to_owned);
@@ -143,9 +149,13 @@ fn read_range(
                 }
             }
             let identity = cr.total.map(|total| Identity { total, etag });
-            let bytes = read_exactly(session, resp, span)?;
+            // Without the file's length (`bytes A-B/*`) the caller may still ask it with a HEAD
+            // before feeding: the body waits in a buffer.
+            let feed = feed.filter(|_| identity.is_some());
+            let (fed, bytes) = read_exactly(session, resp, span, feed)?;
             Ok(Got {
                 start: a,
+                fed,
                 bytes,
                 identity,
                 whole: false,
@@ -179,6 +189,7 @@ fn read_range(
             };
             Ok(Got {
                 start: 0,
+                fed: 0,
                 bytes,
                 identity,
                 whole: true,
@@ -195,6 +206,7 @@ fn read_range(
             session.finish(resp);
             Ok(Got {
                 start: want.0,
+                fed: 0,
                 bytes: Vec::new(),
                 identity: total.map(|total| Identity { total, etag }),
                 whole: false,
@@ -208,13 +220,19 @@ fn read_range(
 }
 
 /// Read exactly `n` bytes of a body announced as `n` long: fewer is "shorter than announced",
-/// one more is "longer than announced".
-fn read_exactly(session: &mut Session<'_>, resp: Response, n: u64) -> Result<Vec<u8>, RemoteError> {
+/// one more is "longer than announced". The bytes fed to `feed` on the way ([`read_body`])
+/// and the rest.
+fn read_exactly(
+    session: &mut Session<'_>,
+    resp: Response,
+    n: u64,
+    feed: Option<&mut verdict::Feed>,
+) -> Result<(u64, Vec<u8>), RemoteError> {
     let mut reader = session.reader(resp);
-    let read = read_up_to(&mut reader, n.saturating_add(1));
+    let read = read_body(&mut reader, n.saturating_add(1), feed);
     drop(reader);
-    let bytes = read.map_err(|e| session.body_error(e, "reading the response"))?;
-    let got = bytes.len() as u64;
+    let (fed, bytes) = read.map_err(|e| session.body_error(e, "reading the response"))?;
+    let got = fed + bytes.len() as u64;
     if got < n {
         return Err(response_error(format!(
             "the body ended after {got} bytes, shorter than the {n} announced"
@@ -225,7 +243,26 @@ fn read_exactly(session: &mut Session<'_>, resp: Response, n: u64) -> Result<Vec
             "the body is longer than the {n} bytes announced"
         )));
     }
-    Ok(bytes)
+    Ok((fed, bytes))
+}
+
+/// Up to `limit` bytes of `reader`: with `feed` in the header stage, as many as the header
+/// still wants go straight into the checker's header buffer ([`verdict::Feed::read_header`]),
+/// so a remote header of up to 100 MB is held once (it used to be read into a `Vec` and then
+/// copied into the checker's buffer: two copies at the peak); the rest, if any (a body that
+/// goes on past the header, the one byte that tells a body longer than announced), into the
+/// returned `Vec`. Returns the bytes fed and that `Vec`.
+fn read_body(
+    reader: &mut dyn std::io::Read,
+    limit: u64,
+    feed: Option<&mut verdict::Feed>,
+) -> std::io::Result<(u64, Vec<u8>)> {
+    use std::io::Read as _;
+    let fed = match feed {
+        Some(f) => f.read_header(&mut (&mut *reader).take(limit))?.unwrap_or(0),
+        None => 0,
+    };
+    Ok((fed, read_up_to(reader, limit - fed)?))
 }
 
 /// The header-level check: the length field and the header with range requests, the file's
@@ -272,7 +309,7 @@ pub(super) fn check_header(
         }
         let want = (have, end);
         let resp = session.send(Method::GET, url, Some(want))?;
-        let mut got = read_range(session, resp, want)?;
+        let mut got = read_range(session, resp, want, feed.as_mut())?;
         if got.unsatisfiable && got.identity.is_none() {
             got.identity = Some(head_identity(session, url)?);
         }
@@ -288,7 +325,7 @@ pub(super) fn check_header(
                 return Err(response_error("the server sent a range we did not ask for"));
             }
             match &got.identity {
-                _ if !got.bytes.is_empty() => {}
+                _ if got.fed > 0 || !got.bytes.is_empty() => {}
                 Some(id) if id.total <= have => {}
                 Some(id) if got.unsatisfiable => {
                     return Err(response_error(format!(
@@ -313,13 +350,14 @@ pub(super) fn check_header(
                 "the server did not say how long the file is",
             ));
         };
-        if have + bytes.len() as u64 > id.total {
+        let sent = got.fed + bytes.len() as u64;
+        if have + sent > id.total {
             return Err(response_error(format!(
                 "the server sent more bytes than the {} it announced for the file",
                 id.total
             )));
         }
-        if bytes.is_empty() && have < id.total {
+        if sent == 0 && have < id.total {
             return Err(response_error(format!(
                 "the body ended after {have} bytes, before the end of the header"
             )));
@@ -483,6 +521,35 @@ pub(super) fn names_index(url: &Url) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stcheck_testkit::Noting;
+
+    /// A remote header's second range (the rest of the header) used to be read into a `Vec`
+    /// and then copied into the checker's buffer; now every byte of it is read once, into the
+    /// memory the report keeps, and a body that goes on past the range still shows.
+    #[test]
+    fn a_header_range_is_read_once_into_the_memory_the_report_keeps() {
+        let (file, end) = stcheck_testkit::many_tensors(2_000);
+        let first = 108;
+        for extra in [0, 1] {
+            let mut feed = verdict::Feed::new(&Config::default(), file.len() as u64);
+            assert!(feed.feed(&file[..first]));
+            let want = feed.wanted().expect("the rest of the header");
+            assert_eq!(want, (end - first) as u64);
+            // The server sends the range asked for, and `extra` bytes more.
+            let mut body = Noting::new(&file[..end + extra], first);
+            let (fed, rest) = read_body(&mut body, want + 1, Some(&mut feed)).expect("read");
+            assert_eq!((fed, rest.len()), (want, extra), "extra {extra}");
+            assert_eq!(feed.consumed(), end as u64);
+            assert!(!feed.feed(&rest), "a header check needs nothing more");
+            let checked = feed.try_finish().expect("checked");
+            let text = checked.verdict.as_ref().expect("valid").header_text();
+            body.assert_read_into(first..end, text.as_ptr() as usize + (first - 8));
+        }
+        // Outside the header stage (or without a checker) the body goes to the `Vec`.
+        let mut body = Noting::new(&file[..first], 0);
+        let (fed, rest) = read_body(&mut body, first as u64 + 1, None).expect("read");
+        assert_eq!((fed, rest.as_slice()), (0, &file[..first]));
+    }
 
     #[test]
     fn content_range() {

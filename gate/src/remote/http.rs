@@ -841,7 +841,7 @@ impl Read for Counted<'_, '_> {
 }
 
 /// Read at most `limit` bytes of `r` (fewer at its end). The buffer grows with what arrives.
-pub(super) fn read_up_to<R: Read>(r: &mut R, limit: u64) -> io::Result<Vec<u8>> {
+pub(super) fn read_up_to<R: Read + ?Sized>(r: &mut R, limit: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     r.take(limit).read_to_end(&mut out)?;
     Ok(out)

@@ -55,6 +55,14 @@ impl Feed {
         self.checker.feed(bytes) == Need::More
     }
 
+    /// In the header stage: the rest of the header (or as much of it as `reader` gives) read
+    /// from `reader` straight into the buffer the checker keeps ([`Checker::read_header`]), so
+    /// a large header is held once, not once in a response buffer and again in the checker's.
+    /// The bytes taken; `None` outside the header stage, where nothing is read.
+    pub(super) fn read_header(&mut self, reader: &mut dyn Read) -> std::io::Result<Option<u64>> {
+        self.checker.read_header(reader)
+    }
+
     /// The verdicts, every one asked for (see [`Checker::try_finish`]).
     pub(super) fn try_finish(self) -> Result<Checked<'static>, ReadError> {
         self.checker.try_finish()
