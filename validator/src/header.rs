@@ -35,12 +35,13 @@ use crate::warnings::Warnings;
 /// Marks a [`Record`] whose name had escapes: `name` is then an index into [`Names`].
 const ESCAPED: u32 = u32::MAX;
 
-/// A tensor as declared in the header: 48 bytes.
+/// A tensor as declared in the header: 40 bytes. (Its element count is not kept: it is the
+/// product of its dimensions, known not to overflow once the record exists; see
+/// [`Record::elements`]. A million records are 8 MB smaller, and 2,000 fewer fresh pages.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Record {
     pub(crate) begin: u64,
     pub(crate) end: u64,
-    pub(crate) elements: u64,
     /// The index of the name's opening quote in the header text, or (when `name_len` is
     /// [`ESCAPED`]) the index of the decoded name in [`Names`].
     name: u32,
@@ -71,11 +72,10 @@ impl Names {
 
 impl Record {
     /// The record of an entry, before its name is known.
-    fn unnamed(dtype: Dtype, dims: (u32, u32), begin: u64, end: u64, elements: u64) -> Self {
+    fn unnamed(dtype: Dtype, dims: (u32, u32), begin: u64, end: u64) -> Self {
         Record {
             begin,
             end,
-            elements,
             name: 0,
             name_len: 0,
             dims_start: dims.0,
@@ -90,6 +90,18 @@ impl Record {
         self.name = u32::try_from(quote).ok()?;
         self.name_len = u32::try_from(len).ok().filter(|&l| l != ESCAPED)?;
         Some(self)
+    }
+
+    /// The tensor's dimensions, from the parse's `dims`.
+    pub(crate) fn shape<'d>(&self, dims: &'d [u64]) -> &'d [u64] {
+        let s = self.dims_start as usize;
+        dims.get(s..s + self.dims_len as usize).unwrap_or(&[])
+    }
+
+    /// The tensor's element count: the product of its dimensions, which the size check made
+    /// sure does not overflow.
+    pub(crate) fn elements(&self, dims: &[u64]) -> u64 {
+        crate::size::element_count(self.shape(dims)).unwrap_or(0)
     }
 
     /// The tensor's name.
@@ -295,7 +307,7 @@ impl State<'_> {
 /// Header bytes per tensor entry in real checkpoints (about 100-130): the initial capacity of
 /// the name table and the record vectors is the header length divided by this, so a typical
 /// header never rehashes or regrows. A header that is mostly metadata reserves at most about
-/// 0.8 x N bytes it does not use (a 48-byte record, two 8-byte dimensions and up to two 5-byte
+/// 0.8 x N bytes it does not use (a 40-byte record, two 8-byte dimensions and up to two 5-byte
 /// table slots per 96 header bytes), within [`crate::limits::MEMORY_FACTOR_PER_HEADER_BYTE`];
 /// of that, only the table's control bytes (about N / 96) are written before use.
 pub(crate) const TYPICAL_ENTRY_LEN: usize = 96;
@@ -791,11 +803,10 @@ impl<'de> Visitor<'de> for EntrySeed<'_, 'de, '_> {
             return Err(st.fail(Rule::SchemaMissingField, offset, Some(name), message));
         };
         let shape = &st.parsed.dims[dims.0 as usize..(dims.0 + dims.1) as usize];
-        let elements = match crate::size::check(dtype, shape, begin, end) {
-            Ok(elements) => elements,
-            Err((rule, message)) => return Err(st.fail(rule, offset, Some(name), message)),
-        };
-        Ok(Record::unnamed(dtype, dims, begin, end, elements))
+        if let Err((rule, message)) = crate::size::check(dtype, shape, begin, end) {
+            return Err(st.fail(rule, offset, Some(name), message));
+        }
+        Ok(Record::unnamed(dtype, dims, begin, end))
     }
     reject_types!('de; bool, number, null, array, string);
 }

@@ -31,7 +31,7 @@ pub const HEAD_LEN: usize = 512;
 pub const STREAM_BUFFER_SIZE: usize = 1 << 20;
 
 /// Memory bound, documented for users: validating a header of N bytes allocates at most about
-/// 2 x N bytes beyond the header itself: a 48-byte record per tensor (whose JSON entry takes at
+/// 2 x N bytes beyond the header itself: a 40-byte record per tensor (whose JSON entry takes at
 /// least 40 bytes), 8 bytes per shape dimension (whose JSON takes at least 2 bytes), about 6
 /// bytes per object key for the duplicate-key tables (a key with its value takes at least 6),
 /// and a bounded number of warnings ([`DEFAULT_MAX_WARNINGS_PER_RULE`] per rule). The header

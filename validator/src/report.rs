@@ -320,17 +320,16 @@ impl<'a> Report<'a> {
     }
 
     fn info(&self, t: &Record) -> TensorInfo<'_> {
-        let s = t.dims_start as usize;
         let data_start = self.data_start();
         TensorInfo {
             name: t.name(&self.text, &self.names),
             dtype: t.dtype,
-            shape: self.dims.get(s..s + t.dims_len as usize).unwrap_or(&[]),
+            shape: t.shape(&self.dims),
             begin: t.begin,
             end: t.end,
             file_begin: data_start.saturating_add(t.begin),
             file_end: data_start.saturating_add(t.end),
-            elements: t.elements,
+            elements: t.elements(&self.dims),
             header_offset: t.offset(&self.names),
         }
     }
@@ -377,7 +376,7 @@ impl<'a> Report<'a> {
     pub fn parameters(&self) -> u64 {
         self.tensors
             .iter()
-            .fold(0u64, |acc, t| acc.saturating_add(t.elements))
+            .fold(0u64, |acc, t| acc.saturating_add(t.elements(&self.dims)))
     }
 
     /// Totals per dtype, in the reference's dtype order, for the dtypes present.

@@ -49,13 +49,42 @@ pub fn byte_length(dtype: Dtype, shape: &[u64]) -> Result<u64, (Rule, String)> {
     Ok(bits / 8)
 }
 
+/// The element count and byte length of a shape that breaks no `SIZE-*` rule, in one pass
+/// over its dimensions; `None` where [`byte_length`] gives an error (the same conditions).
+#[inline]
+fn count_and_bytes(dtype: Dtype, shape: &[u64]) -> Option<(u64, u64)> {
+    let mut nonzero = 1u64;
+    let mut zero = false;
+    for &d in shape {
+        if d == 0 {
+            zero = true;
+        } else {
+            nonzero = nonzero.checked_mul(d)?;
+        }
+    }
+    let bits = nonzero.checked_mul(dtype.bits())?;
+    match zero {
+        true => Some((0, 0)),
+        false => bits.is_multiple_of(8).then_some((nonzero, bits / 8)),
+    }
+}
+
 /// Check one entry's offsets against its shape and dtype; returns the element count.
+///
+/// A valid entry takes one pass over its dimensions (this runs once per tensor of a header of
+/// up to a million); the rule and message of an invalid one come from [`byte_length`].
+#[inline]
 pub(crate) fn check(
     dtype: Dtype,
     shape: &[u64],
     begin: u64,
     end: u64,
 ) -> Result<u64, (Rule, String)> {
+    if let (true, Some((elements, bytes))) = (begin <= end, count_and_bytes(dtype, shape)) {
+        if bytes == end - begin {
+            return Ok(elements);
+        }
+    }
     if begin > end {
         return Err((
             Rule::LayoutOrder,
@@ -92,4 +121,46 @@ pub fn fmt_shape(shape: &[u64]) -> String {
     }
     out.push(']');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one pass of [`check`] accepts exactly what [`byte_length`] accepts, with the same
+    /// element count and length: overflow with and without a zero dimension, part bytes.
+    #[test]
+    fn the_one_pass_agrees_with_byte_length() {
+        let big = 1u64 << 63;
+        let shapes: &[&[u64]] = &[
+            &[],
+            &[0],
+            &[1],
+            &[3],
+            &[1, 8],
+            &[0, 11008],
+            &[3, 5],
+            &[big, 2],
+            &[big, big, 0],
+            &[0, big, big],
+            &[big, 1],
+            &[1 << 61],
+            &[1 << 61, 0],
+            &[u64::MAX],
+            &[u64::MAX, 0],
+        ];
+        for &dtype in Dtype::ALL {
+            for shape in shapes {
+                let slow = byte_length(dtype, shape)
+                    .ok()
+                    .map(|bytes| (element_count(shape).unwrap_or(0), bytes));
+                assert_eq!(count_and_bytes(dtype, shape), slow, "{dtype} {shape:?}");
+                if let Some((elements, bytes)) = slow {
+                    assert_eq!(check(dtype, shape, 5, 5 + bytes), Ok(elements));
+                    let wrong = check(dtype, shape, 5, 6 + bytes).map_err(|e| e.0);
+                    assert_eq!(wrong, Err(Rule::SizeMismatch), "{dtype} {shape:?}");
+                }
+            }
+        }
+    }
 }
