@@ -7,7 +7,8 @@
 //!
 //! - **Header level** ([`Depth::Header`]): one range request for the first
 //!   [`RemoteOptions::first_fetch`] bytes (64 KiB), a second for the rest of the header only
-//!   if it is longer; the file's length from `Content-Range` (or `Content-Length`, or a
+//!   if it is longer (its body read straight into the checker's header buffer, so a header
+//!   is held once); the file's length from `Content-Range` (or `Content-Length`, or a
 //!   `HEAD` when the server gives neither), so `DATA-TRUNCATED` and `DATA-TRAILING` are
 //!   decided without the data. A server that ignores `Range` and sends the whole file (200)
 //!   is read only as far as needed, and the connection dropped.
