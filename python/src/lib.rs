@@ -848,7 +848,7 @@ fn read_checked<T>(
     };
     let size = usize::try_from(len).map_err(|_| too_large())?;
     let (buffer, checked) = Python::attach(|py| {
-        let fill_and_check = |buf: &mut [u8]| {
+        checked_buffer(py, size, too_large, |buf: &mut [u8]| {
             py.detach(|| {
                 fill(file, buf, &head)?;
                 before.unchanged(file)?;
@@ -858,35 +858,48 @@ fn read_checked<T>(
                     false => first,
                 })
             })
-        };
-        if size < MAPPED_BUFFER_FROM {
-            let mut outcome = None;
-            let buffer = PyByteArray::new_with(py, size, |buf| {
-                outcome = Some(fill_and_check(buf));
-                Ok(())
-            });
-            return match (buffer, outcome) {
-                (Ok(buffer), Some(Ok(checked))) => Ok((buffer.into_any().unbind(), checked)),
-                (_, Some(Err(e))) => Err(e),
-                // The allocation failed (a MemoryError, dropped here).
-                (Err(_), _) | (Ok(_), None) => Err(too_large()),
-            };
-        }
-        let buffer = new_buffer(py, size).map_err(|e| {
-            match e.is_instance_of::<PyMemoryError>(py) || e.is_instance_of::<PyOSError>(py) {
-                true => too_large(),
-                false => ReadError::new(
-                    ReadErrorKind::Io,
-                    format!("the loader's buffer could not be made: {e}"),
-                ),
-            }
-        })?;
-        let mut view = buffer.try_readwrite().map_err(|_| too_large())?;
-        let checked = fill_and_check(view.as_slice_mut().map_err(|_| too_large())?)?;
-        drop(view);
-        Ok((buffer.into_any().unbind(), checked))
+        })
     })?;
     Ok((f(checked), Some(buffer)))
+}
+
+/// A new buffer of `size` bytes for a loader to hand out (a `bytearray`, or from
+/// [`MAPPED_BUFFER_FROM`] a [`new_buffer`]), with what `fill_and_check` made of it: it fills
+/// the buffer and checks those very bytes, before Python can see them. `too_large` is the
+/// error of a buffer that could not be had.
+fn checked_buffer<T>(
+    py: Python<'_>,
+    size: usize,
+    too_large: impl Fn() -> ReadError,
+    fill_and_check: impl FnOnce(&mut [u8]) -> Result<T, ReadError>,
+) -> Result<(Py<PyAny>, T), ReadError> {
+    if size < MAPPED_BUFFER_FROM {
+        let mut fill_and_check = Some(fill_and_check);
+        let mut outcome = None;
+        let buffer = PyByteArray::new_with(py, size, |buf| {
+            outcome = fill_and_check.take().map(|f| f(buf));
+            Ok(())
+        });
+        return match (buffer, outcome) {
+            (Ok(buffer), Some(Ok(checked))) => Ok((buffer.into_any().unbind(), checked)),
+            (_, Some(Err(e))) => Err(e),
+            // The allocation failed (a MemoryError, dropped here).
+            (Err(_), _) | (Ok(_), None) => Err(too_large()),
+        };
+    }
+    let buffer = new_buffer(py, size).map_err(|e| {
+        match e.is_instance_of::<PyMemoryError>(py) || e.is_instance_of::<PyOSError>(py) {
+            true => too_large(),
+            false => ReadError::new(
+                ReadErrorKind::Io,
+                format!("the loader's buffer could not be made: {e}"),
+            ),
+        }
+    })?;
+    let mut view = buffer.try_readwrite().map_err(|_| too_large())?;
+    let checked = fill_and_check(view.as_slice_mut().map_err(|_| too_large())?)?;
+    drop(view);
+    Ok((buffer.into_any().unbind(), checked))
 }
 
 /// From this size on, [`read_checked`]'s buffer is a [`new_buffer`] (an anonymous map populated
@@ -1104,6 +1117,22 @@ struct Runner {
     run: Run,
 }
 
+impl Runner {
+    /// Check a whole file held in memory by `bytes` (which nothing changes meanwhile: a
+    /// `bytes` object, or a buffer no Python code has seen yet), shown as `name`, without the
+    /// GIL.
+    fn check_held(&self, py: Python<'_>, bytes: &[u8], name: &str) -> Outcome {
+        py.detach(|| {
+            let mut sink = self.run.sink();
+            let done = self
+                .run
+                .gate
+                .check_bytes(name, bytes, self.run.threads, &mut sink);
+            sink.one(&done)
+        })
+    }
+}
+
 #[pymethods]
 impl Runner {
     #[new]
@@ -1134,15 +1163,38 @@ impl Runner {
 
     /// Check a whole file held in memory, shown as `name`.
     fn check_bytes(&self, py: Python<'_>, data: &Bound<'_, PyBytes>, name: &str) -> Outcome {
-        let bytes: &[u8] = data.as_bytes();
-        py.detach(|| {
-            let mut sink = self.run.sink();
-            let done = self
-                .run
-                .gate
-                .check_bytes(name, bytes, self.run.threads, &mut sink);
-            sink.one(&done)
+        self.check_held(py, data.as_bytes(), name)
+    }
+
+    /// The loader's check of a file held in memory by a writable buffer (`stcheck.load` of a
+    /// `bytearray` or `memoryview` for torch, whose tensors need memory they may write), shown
+    /// as `name`: its record, and the buffer the check read. `data` is read through numpy
+    /// (`numpy.frombuffer`: the abi3 API has no buffer protocol before Python 3.11) and copied
+    /// once, with the GIL held (no Python thread changes it meanwhile), into a new buffer (as
+    /// [`read_checked`]'s), which is checked without the GIL before Python sees it: the one
+    /// copy the caller's bytes need, where a `bytes` copy for the check and a `bytearray`
+    /// copy for torch made two.
+    fn check_copy(
+        &self,
+        py: Python<'_>,
+        data: numpy::PyReadonlyArray1<'_, u8>,
+        name: &str,
+    ) -> PyResult<(Outcome, Py<PyAny>)> {
+        let src = data
+            .as_slice()
+            .map_err(|_| PyValueError::new_err("the buffer is not contiguous"))?;
+        let too_large = || {
+            ReadError::new(
+                ReadErrorKind::TooLarge,
+                format!("the file ({} bytes) does not fit in memory", src.len()),
+            )
+        };
+        let (buffer, outcome) = checked_buffer(py, src.len(), too_large, |buf: &mut [u8]| {
+            buf.copy_from_slice(src);
+            Ok(self.check_held(py, buf, name))
         })
+        .map_err(|e| PyMemoryError::new_err(e.to_string()))?;
+        Ok((outcome, buffer))
     }
 
     /// The loader's check of one file ([`open_file`]): its record, and what is kept of a

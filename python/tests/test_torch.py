@@ -246,6 +246,39 @@ def test_load_file_copies_nothing(tmp_path: pathlib.Path, elements: int) -> None
     assert {name: t.data_ptr() - base for name, t in loaded.items()} == offsets
 
 
+@pytest.mark.parametrize("elements", [1 << 15, 1 << 17], ids=["bytearray", "mapped-buffer"])
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_load_of_a_writable_buffer_copies_it_once(elements: int, kind: Any) -> None:
+    """``stcheck.torch.load`` of a ``bytearray`` (or a ``memoryview`` of one) copies it once:
+    the copy the check reads is the one the tensors view. Copies are counted by ``tracemalloc``
+    (Python's allocator, which ``bytes`` and ``bytearray`` use; the loader's mapped buffer from
+    256 KiB is not Python's, so it counts 0): the most allocated during the call stays under
+    1.5 times the file, where a ``bytes`` copy for the check and a ``bytearray`` copy for torch
+    made twice the file. The tensors hold the checked bytes: changing the caller's buffer after
+    the call changes none."""
+    torch = _torch()
+    import tracemalloc
+
+    import safetensors.torch
+
+    want = {"a": torch.arange(elements, dtype=torch.float32), "b": torch.tensor([7], dtype=torch.int64)}
+    source = bytearray(safetensors.torch.save(want))
+    data = kind(source)
+    stcheck.torch.load(bytes(source))  # the imports and caches of a first call, before counting
+    tracemalloc.start()
+    try:
+        got = stcheck.torch.load(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * len(source), (peak, len(source))
+    source[-8:] = b"\xff" * 8
+    for name, t in want.items():
+        _same(got[name], t, name)
+    got["a"][0] = 5.0  # writable, as safetensors.torch's tensors are
+    assert got["a"][0] == 5.0
+
+
 def test_invalid_file_gives_no_tensor(tmp_path: pathlib.Path) -> None:
     _torch()
     path = tmp_path / "bad.safetensors"

@@ -288,42 +288,81 @@ impl Rule {
 }
 
 /// The rules whose IDs are near `word` (for "did you mean" in usage errors): IDs that contain
-/// it in any case (`frame-`, `GAP`) and IDs within a small edit distance (`LAYOUT-GAPS`). At most five, in the order of [`Rule::ALL`].
+/// it in any case (`frame-`, `GAP`) and IDs within a small edit distance (`LAYOUT-GAPS`). At
+/// most five, the closest, in the order of [`Rule::ALL`].
+///
+/// The work is bounded by the IDs, not the word: an ID that contains the word is at least as
+/// long, and one within `limit` edits differs from it in length by at most `limit`, so a word
+/// longer than the longest ID plus `limit` is near none, and an ID of a length too far from
+/// the word's is skipped without measuring (the fuzzer's `rule_table` ran at 7 inputs a
+/// second measuring every ID).
 pub(crate) fn near_rules(word: &str) -> Vec<Rule> {
-    let w = word.to_ascii_uppercase();
-    if w.is_empty() {
+    let n = word.len();
+    if n == 0 {
         return Vec::new();
     }
-    let limit = (w.len() / 4).clamp(1, 3);
-    let mut out: Vec<Rule> = Rule::ALL
+    let limit = (n / 4).clamp(1, 3);
+    let longest = Rule::ALL.iter().map(|r| r.id().len()).max().unwrap_or(0);
+    if n > longest + limit {
+        return Vec::new();
+    }
+    let w = word.to_ascii_uppercase();
+    let mut near: Vec<(usize, Rule)> = Rule::ALL
         .iter()
-        .copied()
-        .filter(|r| {
+        .filter_map(|&r| {
             let id = r.id();
-            (w.len() >= 3 && id.contains(w.as_str())) || edit_distance(id, &w) <= limit
+            if n >= 3 && id.contains(w.as_str()) {
+                // Its distance: the characters around the word, inserted.
+                Some((id.len() - n, r))
+            } else {
+                edit_distance_within(id.as_bytes(), w.as_bytes(), limit).map(|d| (d, r))
+            }
         })
         .collect();
-    // The closest first when there are many.
-    out.sort_by_key(|r| edit_distance(r.id(), &w));
-    out.truncate(5);
+    // The closest first when there are many (a stable sort: ties keep the order of the table).
+    near.sort_by_key(|&(d, _)| d);
+    near.truncate(5);
+    let mut out: Vec<Rule> = near.into_iter().map(|(_, r)| r).collect();
     out.sort();
     out
 }
 
-/// Levenshtein distance over bytes (the IDs are ASCII).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
+/// The Levenshtein distance of `a` and `b` over bytes (the IDs are ASCII) if it is at most
+/// `limit`. Only the cells within `limit` of the diagonal are computed (any other is further
+/// than `limit`), and the measure stops at a row whose every cell is past `limit`.
+fn edit_distance_within(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    // Every value is capped at `far`: past the limit, how far no longer matters.
+    let far = limit + 1;
+    let mut prev: Vec<usize> = (0..=b.len()).map(|j| j.min(far)).collect();
+    let mut cur = vec![far; b.len() + 1];
     for (i, &x) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, &y) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(x != y);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
+        let row = i + 1;
+        let (lo, hi) = (row.saturating_sub(limit), (row + limit).min(b.len()));
+        let mut best = far;
+        if lo == 0 {
+            cur[0] = row.min(far);
+            best = cur[0];
+        } else {
+            cur[lo - 1] = far;
+        }
+        for j in lo.max(1)..=hi {
+            let substitute = prev[j - 1] + usize::from(x != b[j - 1]);
+            let d = substitute.min(prev[j] + 1).min(cur[j - 1] + 1).min(far);
+            cur[j] = d;
+            best = best.min(d);
+        }
+        if hi < b.len() {
+            cur[hi + 1] = far;
+        }
+        if best > limit {
+            return None;
         }
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()]
+    Some(prev[b.len()]).filter(|&d| d <= limit)
 }
 
 /// The rule with this ID, in any case (`layout-gap` is `LAYOUT-GAP`).
@@ -342,6 +381,131 @@ mod tests {
         assert!(near_rules("FRAME-").contains(&Rule::FrameShort));
         assert!(near_rules("DTYPE").contains(&Rule::DtypeUnknown));
         assert!(near_rules("ZZZZZZZZZZZZZZ").is_empty());
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance_within(b"kitten", b"sitting", 3), Some(3));
+        assert_eq!(edit_distance_within(b"kitten", b"sitting", 2), None);
+    }
+
+    /// The measure over the whole table, as `near_rules` was before it skipped IDs and bounded
+    /// the work: the answer it must keep giving.
+    fn near_plain(word: &str) -> Vec<Rule> {
+        let w = word.to_ascii_uppercase();
+        if w.is_empty() {
+            return Vec::new();
+        }
+        let limit = (w.len() / 4).clamp(1, 3);
+        let mut out: Vec<Rule> = Rule::ALL
+            .iter()
+            .copied()
+            .filter(|r| {
+                let id = r.id();
+                (w.len() >= 3 && id.contains(w.as_str())) || edit_distance(id, &w) <= limit
+            })
+            .collect();
+        out.sort_by_key(|r| edit_distance(r.id(), &w));
+        out.truncate(5);
+        out.sort();
+        out
+    }
+
+    /// Levenshtein distance over bytes, every cell.
+    fn edit_distance(a: &str, b: &str) -> usize {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        let mut cur = vec![0; b.len() + 1];
+        for (i, &x) in a.iter().enumerate() {
+            cur[0] = i + 1;
+            for (j, &y) in b.iter().enumerate() {
+                let substitute = prev[j] + usize::from(x != y);
+                cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
+            }
+            std::mem::swap(&mut prev, &mut cur);
+        }
+        prev[b.len()]
+    }
+
+    /// Words near and far from the IDs: every ID with one edit at each place (a byte deleted,
+    /// replaced, doubled; one inserted: ASCII or not, in turn), with two and four edits, in
+    /// any case, its prefixes and suffixes, with non-ASCII bytes, empty, and long words up to
+    /// past the bound.
+    fn words() -> Vec<String> {
+        let mut words = vec![String::new(), "é".into(), "ÉÉÉÉ".into(), "-".into()];
+        let extra = ['X', '-', 'é', 'a', '\u{1F600}'];
+        for &r in Rule::ALL {
+            let id = r.id();
+            words.push(id.to_string());
+            words.push(id.to_ascii_lowercase());
+            for i in 0..=id.len() {
+                let (c, d) = (extra[i % extra.len()], extra[(i + 2) % extra.len()]);
+                if i % 3 == 0 {
+                    words.push(id[..i].to_string());
+                    words.push(id[i..].to_string());
+                }
+                words.push(format!("{}{c}{}", &id[..i], &id[i..]));
+                if i < id.len() {
+                    words.push(format!("{}{}", &id[..i], &id[i + 1..]));
+                    words.push(format!("{}{d}{}", &id[..i], &id[i + 1..]));
+                    words.push(format!("{}{}", &id[..=i], &id[i..]));
+                    // Two edits, then four.
+                    let two = format!("{d}{}", &id[..i]) + &id[i + 1..];
+                    words.push(format!("{two}{c}{c}"));
+                    words.push(two);
+                }
+            }
+        }
+        for len in [1, 2, 3, 4, 8, 12, 20, 23, 24, 26, 27, 30, 80, 1000] {
+            words.push("A".repeat(len));
+            words.push("INDEX-SHARD-".repeat(len).chars().take(len).collect());
+            words.push("é".repeat(len));
+        }
+        // Bytes of a small generator, as text: what a fuzzer would send.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 30) as usize;
+            let alphabet = b"ADEFGHILMNOPRSTUXY-ae\xc3";
+            let word: String = (0..len)
+                .map(|k| alphabet[((x >> (k % 60)) % alphabet.len() as u64) as usize] as char)
+                .collect();
+            words.push(word);
+        }
+        words.sort();
+        words.dedup();
+        words
+    }
+
+    #[test]
+    fn near_gives_what_the_whole_measure_gives() {
+        let words = words();
+        assert!(words.len() > 7_000, "{}", words.len());
+        for w in &words {
+            assert_eq!(near_rules(w), near_plain(w), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn the_bounded_distance_is_the_distance_within_the_limit() {
+        let words = words();
+        for w in words.iter().step_by(37) {
+            for &r in Rule::ALL {
+                let d = edit_distance(r.id(), w);
+                for limit in 0..=4 {
+                    let within = edit_distance_within(r.id().as_bytes(), w.as_bytes(), limit);
+                    assert_eq!(within, Some(d).filter(|&d| d <= limit), "{r} {w:?} {limit}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_word_longer_than_any_id_and_the_limit_is_near_none() {
+        // Past the longest ID (23 bytes) plus the limit (3): no ID is near, measured or not.
+        let longest = Rule::ALL.iter().map(|r| r.id().len()).max().unwrap_or(0);
+        assert_eq!(longest, 23);
+        let w = format!("{}XXX", Rule::JsonLeadingWhitespace.id());
+        assert_eq!(near_rules(&w), vec![Rule::JsonLeadingWhitespace]);
+        assert!(near_rules(&format!("{w}X")).is_empty());
+        assert!(near_rules(&"JSON-LEADING-WHITESPACE".repeat(10_000)).is_empty());
     }
 }

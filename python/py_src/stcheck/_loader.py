@@ -573,10 +573,21 @@ def load(data: Union[bytes, bytearray, memoryview], *, framework: str = "numpy",
     The arrays are read-only views of ``data`` when it is ``bytes`` (immutable), else of a
     ``bytes`` copy of it taken before the check: either way, of the bytes that were checked.
     Torch tensors are views of one writable copy of the checked bytes (torch has no read-only
-    tensors), as ``safetensors.torch.load``'s are new tensors.
+    tensors), as ``safetensors.torch.load``'s are new tensors: for ``bytes``, a copy taken
+    after the check; for a ``bytearray`` or ``memoryview``, the copy the check itself read
+    (one copy, not a ``bytes`` one for the check and a ``bytearray`` one for torch).
     """
     fw = _framework(framework)
     opts = _loader_options(kw, "pread")
+    if fw == "pt" and not isinstance(data, bytes):
+        import numpy
+
+        view = memoryview(data)
+        if not view.c_contiguous:
+            view = memoryview(view.tobytes())
+        outcome, copy = _runner(opts).check_copy(numpy.frombuffer(view, dtype=numpy.uint8), "<bytes>")
+        _valid(outcome)
+        return _tensors(fw, copy, outcome.specs())
     buffer = data if isinstance(data, bytes) else bytes(data)
     outcome = _runner(opts).check_bytes(buffer, "<bytes>")
     _valid(outcome)
