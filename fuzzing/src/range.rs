@@ -249,19 +249,19 @@ pub fn check_remote_range(data: &[u8]) -> bool {
         Ok(Found::Index(_)) => panic!("FUZZ FINDING: a .safetensors URL taken for an index"),
         Err(_) => return false,
     };
-    // The size is the length the server announced, or, for a chunked body (no length
-    // announced) streamed to an early error, the bytes read before the verdict: never more
-    // than the file, and the file's length whenever the whole file was needed (a valid file).
+    // The file's length, as the record's `size` gives it: the one the server announced or the
+    // stream showed (unknown for a chunked body streamed to an early error), never more than
+    // the file, and the file's length whenever the whole file was needed (a valid file).
+    let size = found.checked.file_len;
     assert!(
-        found.size <= file.len() as u64,
-        "FUZZ FINDING: a size of {} for a file of {} bytes",
-        found.size,
+        size.is_none_or(|n| n <= file.len() as u64),
+        "FUZZ FINDING: a size of {size:?} for a file of {} bytes",
         file.len()
     );
     if found.checked.verdict.is_ok() {
         assert_eq!(
-            found.size,
-            file.len() as u64,
+            size,
+            Some(file.len() as u64),
             "FUZZ FINDING: a valid verdict on a file of the wrong length"
         );
     }

@@ -183,7 +183,9 @@ fn requests_bytes_and_files_per_second() {
         let costs = in_threads(&big, threads, |u| {
             let c = client.check(u, &config, Depth::Header);
             match &c.outcome {
-                Ok(Found::File(f)) => assert!(f.checked.verdict.is_ok() && f.size == BIG),
+                Ok(Found::File(f)) => {
+                    assert!(f.checked.verdict.is_ok() && f.checked.file_len == Some(BIG))
+                }
                 other => panic!("{u}: {other:?}"),
             }
             c.cost

@@ -375,7 +375,7 @@ pub(super) fn check_header(
             break;
         }
     }
-    let (Some(id), Some(f)) = (identity, feed) else {
+    let (Some(_), Some(f)) = (identity, feed) else {
         return Err(response_error(
             "the server did not say how long the file is",
         ));
@@ -383,10 +383,7 @@ pub(super) fn check_header(
     let checked = f
         .try_finish()
         .map_err(|e| RemoteError::new(ErrorKind::Setup, e.to_string()))?;
-    Ok(FileCheck {
-        size: id.total,
-        checked,
-    })
+    Ok(FileCheck { checked })
 }
 
 /// The file's length from a `HEAD`, when ranged responses did not give it.
@@ -436,11 +433,9 @@ pub(super) fn check_stream(
     url: &Url,
     config: &Config,
 ) -> Result<FileCheck, RemoteError> {
-    let (resp, announced) = get_whole(session, url, "the whole file")?;
-    let before = session.cost.bytes;
+    let (resp, _) = get_whole(session, url, "the whole file")?;
     let mut reader = session.file_reader(resp, config.header_limit());
     let result = verdict::stream_verdict(&mut reader, config);
-    let streamed = *reader.bytes_so_far() - before;
     // What is left after the verdict (nothing, for a file read to its end) is read if it is
     // short, to keep the connection for the next file; a verdict reached long before the end
     // (a bad header) leaves the rest unread, and dropping the body closes the connection.
@@ -453,8 +448,7 @@ pub(super) fn check_stream(
     drop(reader);
     let checked =
         result.map_err(|e| session.body_error(e.into_io_error(), "streaming the file"))?;
-    let size = announced.or(checked.file_len).unwrap_or(streamed);
-    Ok(FileCheck { size, checked })
+    Ok(FileCheck { checked })
 }
 
 /// The bytes of an index: at most one byte past the header limit (a longer index is rejected

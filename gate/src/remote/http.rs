@@ -785,13 +785,6 @@ struct Gate<'s, 'r> {
     limit: u64,
 }
 
-impl Counted<'_, '_> {
-    /// The bytes of the session's cost so far, this body's included.
-    pub(super) fn bytes_so_far(&self) -> &u64 {
-        self.bytes
-    }
-}
-
 impl Read for Counted<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // The client's own deadline ends a read that waits; this one, a read that does not.

@@ -511,10 +511,10 @@ impl From<RemoteError> for ReadError {
 /// The verdict on one file.
 #[derive(Debug)]
 pub struct FileCheck {
-    /// The file's length, as the server announced it (or as streamed).
-    pub size: u64,
     /// The one checker's result: the same as the local check of the same bytes (with
-    /// [`Depth::Deep`], the deep scan and the hash too).
+    /// [`Depth::Deep`], the deep scan and the hash too). Its `file_len` is the file's length
+    /// (the record's `size`): the one the server announced, else the one the stream showed,
+    /// else unknown (`None`: a stream of unannounced length whose check ended early).
     pub checked: Checked<'static>,
 }
 

@@ -121,7 +121,7 @@ fn a_server_ignoring_range_is_read_only_as_far_as_needed() {
         Ok(Found::File(f)) => {
             let e = f.checked.verdict.as_ref().expect_err("trailing bytes");
             assert_eq!(e.rule().id(), "DATA-TRAILING");
-            assert_eq!(f.size, long.len() as u64 + (4 << 20));
+            assert_eq!(f.checked.file_len, Some(long.len() as u64 + (4 << 20)));
         }
         other => panic!("{}", short(other, 300)),
     }
@@ -693,7 +693,7 @@ fn an_empty_file_is_frame_short_however_the_server_says_it() {
                     (e.rule(), e.offset(), e.message()),
                     (want.rule(), 0, want.message())
                 );
-                assert_eq!(f.size, 0);
+                assert_eq!(f.checked.file_len, Some(0));
             }
             other => panic!("{path}: {}", short(other, 300)),
         }
