@@ -70,44 +70,149 @@ pub(super) struct Session<'r> {
 /// Most bytes of a body read only to keep its connection (see [`Session::discard`]).
 pub(super) const DISCARD_LIMIT: u64 = 64 * 1024;
 
-/// Most origins remembered with a wait they asked for (the oldest wait is forgotten first).
+/// Most origins remembered with a wait they asked for or requests in flight (the oldest idle
+/// one is forgotten first; past that a new origin is not paced).
 const MAX_PAUSED_ORIGINS: usize = 64;
 
-/// Until when each origin asked the client's jobs to wait.
+/// What the client knows of one origin's rate limit.
+#[derive(Debug)]
+struct Paced {
+    origin: Origin,
+    /// No request before this (a 429's `Retry-After`, a `RateLimit` with `r=0`).
+    until: Option<Instant>,
+    /// Requests sent and not yet answered.
+    in_flight: usize,
+    /// Requests the origin still takes before the end of its window, as its last `RateLimit`
+    /// said less the requests sent since (see [`Pauses::answered`]), and that end.
+    left: Option<(u64, Instant)>,
+}
+
+impl Paced {
+    fn idle(&self, now: Instant) -> bool {
+        self.in_flight == 0
+            && self.until.is_none_or(|t| t <= now)
+            && self.left.is_none_or(|(_, t)| t <= now)
+    }
+}
+
+/// Until when each origin asked the client's jobs to wait, and how many requests its
+/// `RateLimit` header leaves: one job told to wait holds back all the others, and when fewer
+/// requests are left than are on their way the jobs send only those and wait for the window
+/// to end (the 429s a closing window answered were the requests in flight past its quota).
 #[derive(Debug, Default)]
 pub(super) struct Pauses {
-    until: Mutex<Vec<(Origin, Instant)>>,
+    origins: Mutex<Vec<Paced>>,
+}
+
+/// A request on its way to an origin (counted in flight until answered or dropped).
+pub(super) struct Flight<'p> {
+    pauses: &'p Pauses,
+    origin: Option<Origin>,
+}
+
+impl Flight<'_> {
+    /// The answer's head arrived: what its `RateLimit` header says is left is paced.
+    pub(super) fn answered(mut self, headers: &HeaderMap, max_wait: Duration) {
+        if let Some(origin) = self.origin.take() {
+            self.pauses
+                .answered(&origin, rate_limit_left(headers), max_wait);
+        }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Some(origin) = self.origin.take() {
+            self.pauses.answered(&origin, None, Duration::ZERO);
+        }
+    }
 }
 
 impl Pauses {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Paced>> {
+        self.origins.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entry of `origin`, made if there is room (an idle one forgotten if need be).
+    fn entry<'v>(all: &'v mut Vec<Paced>, origin: &Origin, now: Instant) -> Option<&'v mut Paced> {
+        if let Some(i) = all.iter().position(|p| p.origin == *origin) {
+            return all.get_mut(i);
+        }
+        if all.len() >= MAX_PAUSED_ORIGINS {
+            let i = all.iter().position(|p| p.idle(now))?;
+            all.swap_remove(i);
+        }
+        all.push(Paced {
+            origin: origin.clone(),
+            until: None,
+            in_flight: 0,
+            left: None,
+        });
+        all.last_mut()
+    }
+
     /// `origin` takes no request for `d` from now (a later end wins over an earlier one).
     pub(super) fn hold(&self, origin: &Origin, d: Duration) {
-        let Some(end) = Instant::now().checked_add(d) else {
+        let now = Instant::now();
+        let Some(end) = now.checked_add(d) else {
             return;
         };
-        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        until.retain(|(_, t)| *t > now);
-        match until.iter_mut().find(|(o, _)| o == origin) {
-            Some((_, t)) => *t = (*t).max(end),
-            None => {
-                if until.len() >= MAX_PAUSED_ORIGINS {
-                    until.sort_by_key(|(_, t)| *t);
-                    until.remove(0);
-                }
-                until.push((origin.clone(), end));
-            }
+        let mut all = self.lock();
+        if let Some(p) = Self::entry(&mut all, origin, now) {
+            p.until = Some(p.until.map_or(end, |t| t.max(end)));
         }
     }
 
-    /// The wait left before `origin` takes requests again, if any.
-    pub(super) fn left(&self, origin: &Origin) -> Option<Duration> {
-        let until = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        until
-            .iter()
-            .find(|(o, _)| o == origin)
-            .and_then(|(_, t)| t.checked_duration_since(Instant::now()))
-            .filter(|d| !d.is_zero())
+    /// A request to `origin` may leave now (`Ok`, counted in flight and against what its
+    /// `RateLimit` left), or after the wait returned.
+    pub(super) fn depart(&self, origin: &Origin) -> Result<Flight<'_>, Duration> {
+        let now = Instant::now();
+        let mut all = self.lock();
+        let Some(p) = Self::entry(&mut all, origin, now) else {
+            // No room to remember it: not paced (every entry has requests in flight).
+            return Ok(Flight {
+                pauses: self,
+                origin: None,
+            });
+        };
+        if let Some(d) = p.until.and_then(|t| t.checked_duration_since(now)) {
+            if !d.is_zero() {
+                return Err(d);
+            }
+        }
+        match p.left {
+            Some((_, end)) if end <= now => p.left = None,
+            Some((0, end)) => return Err(end - now),
+            Some((ref mut n, _)) => *n -= 1,
+            None => {}
+        }
+        p.in_flight += 1;
+        Ok(Flight {
+            pauses: self,
+            origin: Some(origin.clone()),
+        })
+    }
+
+    /// A request to `origin` was answered (or failed), its `RateLimit` saying `left` requests
+    /// remain for the given time. The requests still in flight may not have reached the server
+    /// when it counted: they are taken from what it says is left, and a smaller count than the
+    /// one kept wins until the kept window ends (answers arrive out of order).
+    fn answered(&self, origin: &Origin, left: Option<(u64, Duration)>, max_wait: Duration) {
+        let now = Instant::now();
+        let mut all = self.lock();
+        let Some(p) = all.iter_mut().find(|p| p.origin == *origin) else {
+            return;
+        };
+        p.in_flight = p.in_flight.saturating_sub(1);
+        let Some((r, t)) = left else { return };
+        let Some(end) = now.checked_add(t.min(max_wait)) else {
+            return;
+        };
+        let n = r.saturating_sub(p.in_flight as u64);
+        p.left = match p.left {
+            Some((kept, kept_end)) if kept_end > now => Some((kept.min(n), kept_end)),
+            _ => Some((n, end)),
+        };
     }
 }
 
@@ -119,12 +224,10 @@ fn retry_after(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse::<u64>().ok())
 }
 
-/// The wait a `RateLimit` header (draft-ietf-httpapi-ratelimit-headers, as the Hugging Face
-/// hub sends it: `"resolvers";r=0;t=55`) asks for: the longest `t` of an item with no
-/// request left (`r=0`). `None` when every item has requests left, or for a header that
-/// does not parse.
-pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
-    let mut wait: Option<u64> = None;
+/// Each item of the `RateLimit` headers (draft-ietf-httpapi-ratelimit-headers, as the
+/// Hugging Face hub sends them: `"resolvers";r=0;t=55`) that names both the requests left
+/// (`r`) and the seconds until the window ends (`t`), as `(r, t)`.
+fn rate_limit_items(headers: &HeaderMap, mut each: impl FnMut(u64, u64)) {
     for value in headers.get_all("ratelimit") {
         let Ok(text) = value.to_str() else { continue };
         for item in text.split(',') {
@@ -140,12 +243,35 @@ pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
                     _ => {}
                 }
             }
-            if let (Some(0), Some(t)) = (r, t) {
-                wait = Some(wait.map_or(t, |w| w.max(t)));
+            if let (Some(r), Some(t)) = (r, t) {
+                each(r, t);
             }
         }
     }
+}
+
+/// The wait a `RateLimit` header asks for: the longest `t` of an item with no request left
+/// (`r=0`). `None` when every item has requests left, or for a header that does not parse.
+pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
+    let mut wait: Option<u64> = None;
+    rate_limit_items(headers, |r, t| {
+        if r == 0 {
+            wait = Some(wait.map_or(t, |w| w.max(t)));
+        }
+    });
     wait.filter(|&t| t > 0).map(Duration::from_secs)
+}
+
+/// The fewest requests a `RateLimit` header leaves (of its items with a window `t` > 0) and
+/// the time until that item's window ends.
+fn rate_limit_left(headers: &HeaderMap) -> Option<(u64, Duration)> {
+    let mut least: Option<(u64, u64)> = None;
+    rate_limit_items(headers, |r, t| {
+        if t > 0 && least.is_none_or(|(lr, _)| r < lr) {
+            least = Some((r, t));
+        }
+    });
+    least.map(|(r, t)| (r, Duration::from_secs(t)))
 }
 
 /// Statuses retried with backoff.
@@ -284,14 +410,18 @@ impl<'r> Session<'r> {
         let mut retries = 0u32;
         let mut hops = 0u32;
         loop {
-            self.wait_for_origin(&url)?;
+            let flight = self.wait_for_origin(&url)?;
             let timeout = self.remaining()?;
             self.remote.spend_request()?;
             self.cost.requests += 1;
             let result = self.request(&method, &url, range, timeout);
             let resp = match result {
-                Ok(r) => r,
+                Ok(r) => {
+                    flight.answered(r.headers(), opts.max_retry_after);
+                    r
+                }
                 Err(e) => {
+                    drop(flight);
                     if e.retryable && retries < opts.max_retries {
                         retries += 1;
                         self.cost.retries += 1;
@@ -460,13 +590,17 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// Wait until the origin of `url` takes requests again, if a server asked for a wait
-    /// (`Err` if that is past the deadline).
-    fn wait_for_origin(&self, url: &Url) -> Result<(), RemoteError> {
-        while let Some(d) = self.remote.paused.left(&url.origin()) {
-            self.cost_free_wait(d)?;
+    /// Wait until the origin of `url` takes requests again, if a server asked for a wait or
+    /// its `RateLimit` left no request for this one (`Err` if that is past the deadline); the
+    /// request is then on its way.
+    fn wait_for_origin(&self, url: &Url) -> Result<Flight<'r>, RemoteError> {
+        let origin = url.origin();
+        loop {
+            match self.remote.paused.depart(&origin) {
+                Ok(flight) => return Ok(flight),
+                Err(d) => self.cost_free_wait(d)?,
+            }
         }
-        Ok(())
     }
 
     /// [`Session::wait`] for a wait the server asked of all jobs.
@@ -851,15 +985,18 @@ pub(super) fn read_up_to<R: Read>(r: &mut R, limit: u64) -> io::Result<Vec<u8>> 
 mod tests {
     use super::*;
 
+    /// Headers holding a `RateLimit` header for each of `values`.
+    fn rate_limits(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("ratelimit", v.parse().expect("value"));
+        }
+        h
+    }
+
     #[test]
     fn rate_limit_headers() {
-        let wait = |values: &[&str]| {
-            let mut h = HeaderMap::new();
-            for v in values {
-                h.append("ratelimit", v.parse().expect("value"));
-            }
-            rate_limit_reset(&h)
-        };
+        let wait = |values: &[&str]| rate_limit_reset(&rate_limits(values));
         let secs = |s| Some(Duration::from_secs(s));
         assert_eq!(wait(&["\"resolvers\";r=0;t=55"]), secs(55));
         assert_eq!(wait(&["\"api\";r=12;t=55"]), None);
@@ -877,5 +1014,45 @@ mod tests {
             assert_eq!(wait(&[bad]), None, "{bad}");
         }
         assert_eq!(wait(&[]), None);
+    }
+
+    #[test]
+    fn rate_limit_left_is_the_fewest_requests_of_an_item_with_a_window() {
+        let left =
+            |values: &[&str]| rate_limit_left(&rate_limits(values)).map(|(r, t)| (r, t.as_secs()));
+        assert_eq!(left(&["\"resolvers\";r=4999;t=55"]), Some((4999, 55)));
+        assert_eq!(left(&["\"a\";r=3;t=9, \"b\";r=7;t=2"]), Some((3, 9)));
+        assert_eq!(left(&["\"a\";r=8;t=9", "\"b\";r=0;t=6"]), Some((0, 6)));
+        for bad in ["", "\"a\";r=3", "\"a\";r=3;t=0", "r=3;t=5", "\"a\";r=x;t=5"] {
+            assert_eq!(left(&[bad]), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_requests_in_flight_are_taken_from_what_is_left() {
+        let pauses = Pauses::default();
+        let origin = Url::parse("http://example.com/").expect("url").origin();
+        let long = Duration::from_secs(60);
+        let flights: Vec<_> = (0..4)
+            .map(|_| pauses.depart(&origin).expect("free"))
+            .collect();
+        let mut flights = flights.into_iter();
+        let h = rate_limits(&["\"r\";r=5;t=30"]);
+        // 5 left as the server counted, 3 more on their way: 2 may still leave.
+        flights.next().expect("one").answered(&h, long);
+        let more: Vec<_> = (0..2)
+            .map(|_| pauses.depart(&origin).expect("left"))
+            .collect();
+        let wait = pauses.depart(&origin).err().expect("none left");
+        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30));
+        // A later answer saying more are left does not raise the count of the window.
+        let more_left = rate_limits(&["\"r\";r=50;t=30"]);
+        flights.next().expect("two").answered(&more_left, long);
+        assert!(pauses.depart(&origin).is_err());
+        drop(more);
+        drop(flights);
+        // Another origin is not held back.
+        let other = Url::parse("http://example.org/").expect("url").origin();
+        assert!(pauses.depart(&other).is_ok());
     }
 }

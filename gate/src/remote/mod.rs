@@ -56,7 +56,11 @@
 //! of at most [`RemoteOptions::max_retry_after`] (a longer one, or one past the deadline,
 //! gives up at once). A wait a server asks for (`Retry-After` on a 429 or 503, or the hub's
 //! `RateLimit: "resolvers";r=0;t=55`, on any response) holds back every job of the client that
-//! talks to that origin, not only the one told: the server is waited for, not hammered. A body
+//! talks to that origin, not only the one told: the server is waited for, not hammered. When a
+//! `RateLimit` leaves fewer requests (`r`) than the client has on their way to the origin, the
+//! jobs send only what is left less those in flight and wait for the window's end (`t`), so a
+//! closing window meets few 429s instead of one a job (never a verdict: a wait past the
+//! deadline is `not checked`). A body
 //! shorter or longer than announced, a range other than the one asked for, a content coding,
 //! a file that changes between two requests, any other status: each is an [`RemoteError`]
 //! with a clear message, never a verdict.
