@@ -82,9 +82,16 @@ struct Paced {
     until: Option<Instant>,
     /// Requests sent and not yet answered.
     in_flight: usize,
-    /// Requests the origin still takes before the end of its window, as its last `RateLimit`
+    /// Requests the origin still takes before the end of its window, as its `RateLimit`
     /// said less the requests sent since (see [`Pauses::answered`]), and that end.
     left: Option<(u64, Instant)>,
+    /// `left` started from the answer to a request sent alone: it is exact (for this client).
+    exact: bool,
+    /// The origin's answers carry a `RateLimit`: once a window has ended, the first request
+    /// goes alone (the probe) and the others wait for its answer.
+    limited: bool,
+    /// The probe is on its way.
+    probe: bool,
 }
 
 impl Paced {
@@ -99,23 +106,42 @@ impl Paced {
 /// `RateLimit` header leaves: one job told to wait holds back all the others, and when fewer
 /// requests are left than are on their way the jobs send only those and wait for the window
 /// to end (the 429s a closing window answered were the requests in flight past its quota).
+///
+/// How many are left is known exactly only from an answer to a request that was alone on its
+/// way: the others in flight may or may not have been counted when the server answered. So the
+/// first window's count takes every request in flight from what the server says is left (less
+/// than there may be, never more), and once a window has ended the next one starts with one
+/// request alone, whose answer gives the count the others then spend one by one (a round trip
+/// per window; a window of the hub is 5 minutes).
 #[derive(Debug, Default)]
 pub(super) struct Pauses {
     origins: Mutex<Vec<Paced>>,
+    /// Told when a probe is answered.
+    probed: std::sync::Condvar,
+}
+
+/// Why a request may not leave yet.
+#[derive(Debug)]
+pub(super) enum Hold {
+    /// For this long.
+    For(Duration),
+    /// Until the answer to the window's first request (the probe) arrives.
+    Probe,
 }
 
 /// A request on its way to an origin (counted in flight until answered or dropped).
 pub(super) struct Flight<'p> {
     pauses: &'p Pauses,
     origin: Option<Origin>,
+    probe: bool,
 }
 
 impl Flight<'_> {
     /// The answer's head arrived: what its `RateLimit` header says is left is paced.
     pub(super) fn answered(mut self, headers: &HeaderMap, max_wait: Duration) {
         if let Some(origin) = self.origin.take() {
-            self.pauses
-                .answered(&origin, rate_limit_left(headers), max_wait);
+            let left = rate_limit_left(headers);
+            self.pauses.answered(&origin, left, max_wait, self.probe);
         }
     }
 }
@@ -123,7 +149,8 @@ impl Flight<'_> {
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
         if let Some(origin) = self.origin.take() {
-            self.pauses.answered(&origin, None, Duration::ZERO);
+            self.pauses
+                .answered(&origin, None, Duration::ZERO, self.probe);
         }
     }
 }
@@ -147,6 +174,9 @@ impl Pauses {
             until: None,
             in_flight: 0,
             left: None,
+            exact: false,
+            limited: false,
+            probe: false,
         });
         all.last_mut()
     }
@@ -163,9 +193,21 @@ impl Pauses {
         }
     }
 
+    /// [`Pauses::hold`], unless `origin`'s window is counted exactly (from its probe's
+    /// answer): no request is left in it, and the count holds the jobs until its end.
+    pub(super) fn hold_unless_counted(&self, origin: &Origin, d: Duration) {
+        let now = Instant::now();
+        let counted = self.lock().iter().any(|p| {
+            p.origin == *origin && p.exact && p.left.is_some_and(|(n, end)| n == 0 && end > now)
+        });
+        if !counted {
+            self.hold(origin, d);
+        }
+    }
+
     /// A request to `origin` may leave now (`Ok`, counted in flight and against what its
-    /// `RateLimit` left), or after the wait returned.
-    pub(super) fn depart(&self, origin: &Origin) -> Result<Flight<'_>, Duration> {
+    /// `RateLimit` left), or not yet.
+    pub(super) fn depart(&self, origin: &Origin) -> Result<Flight<'_>, Hold> {
         let now = Instant::now();
         let mut all = self.lock();
         let Some(p) = Self::entry(&mut all, origin, now) else {
@@ -173,45 +215,90 @@ impl Pauses {
             return Ok(Flight {
                 pauses: self,
                 origin: None,
+                probe: false,
             });
         };
         if let Some(d) = p.until.and_then(|t| t.checked_duration_since(now)) {
             if !d.is_zero() {
-                return Err(d);
+                return Err(Hold::For(d));
             }
         }
+        let mut probe = false;
         match p.left {
-            Some((_, end)) if end <= now => p.left = None,
-            Some((0, end)) => return Err(end - now),
+            Some((_, end)) if end <= now => {
+                p.left = None;
+                p.exact = false;
+                if p.probe {
+                    return Err(Hold::Probe);
+                }
+                probe = true;
+            }
+            Some((0, end)) => return Err(Hold::For(end - now)),
             Some((ref mut n, _)) => *n -= 1,
-            None => {}
+            None if p.probe => return Err(Hold::Probe),
+            None => probe = p.limited,
         }
+        p.probe |= probe;
         p.in_flight += 1;
         Ok(Flight {
             pauses: self,
             origin: Some(origin.clone()),
+            probe,
         })
     }
 
+    /// Wait (at most `most`) for the answer to `origin`'s probe.
+    pub(super) fn await_probe(&self, origin: &Origin, most: Duration) {
+        let all = self.lock();
+        let _ = self.probed.wait_timeout_while(all, most, |all| {
+            all.iter().any(|p| p.origin == *origin && p.probe)
+        });
+    }
+
     /// A request to `origin` was answered (or failed), its `RateLimit` saying `left` requests
-    /// remain for the given time. The requests still in flight may not have reached the server
-    /// when it counted: they are taken from what it says is left, and a smaller count than the
-    /// one kept wins until the kept window ends (answers arrive out of order).
-    fn answered(&self, origin: &Origin, left: Option<(u64, Duration)>, max_wait: Duration) {
+    /// remain for the given time. In a window counted from a probe's answer the count kept is
+    /// exact, and an answer saying fewer are left (another client's requests) lowers it;
+    /// otherwise the requests still in flight may not have reached the server when it
+    /// counted: they are taken from what it says is left, and a smaller count than the one
+    /// kept wins until the kept window ends (answers arrive out of order).
+    fn answered(
+        &self,
+        origin: &Origin,
+        left: Option<(u64, Duration)>,
+        max_wait: Duration,
+        probe: bool,
+    ) {
         let now = Instant::now();
         let mut all = self.lock();
         let Some(p) = all.iter_mut().find(|p| p.origin == *origin) else {
             return;
         };
         p.in_flight = p.in_flight.saturating_sub(1);
-        let Some((r, t)) = left else { return };
+        if probe {
+            p.probe = false;
+            self.probed.notify_all();
+        }
+        let Some((r, t)) = left else {
+            // A probe answered without a RateLimit: the origin no longer says it limits.
+            if probe {
+                p.limited = false;
+            }
+            return;
+        };
+        p.limited = true;
         let Some(end) = now.checked_add(t.min(max_wait)) else {
             return;
         };
-        let n = r.saturating_sub(p.in_flight as u64);
+        let unsure = r.saturating_sub(p.in_flight as u64);
         p.left = match p.left {
-            Some((kept, kept_end)) if kept_end > now => Some((kept.min(n), kept_end)),
-            _ => Some((n, end)),
+            Some((kept, kept_end)) if kept_end > now => {
+                let said = if p.exact { r } else { unsure };
+                Some((kept.min(said), kept_end))
+            }
+            _ => {
+                p.exact = probe && p.in_flight == 0;
+                Some((if p.exact { r } else { unsure }, end))
+            }
         };
     }
 }
@@ -432,11 +519,13 @@ impl<'r> Session<'r> {
                 }
             };
             let status = resp.status().as_u16();
-            // A server that says no request is left until `t` holds back every job.
+            // A server that says no request is left until `t` holds back every job (in a
+            // window counted from its probe, until the end that answer gave: a later `t`,
+            // rounded up to a second, would wait past it).
             if let Some(t) = rate_limit_reset(resp.headers()) {
                 self.remote
                     .paused
-                    .hold(&url.origin(), t.min(opts.max_retry_after));
+                    .hold_unless_counted(&url.origin(), t.min(opts.max_retry_after));
             }
             if url.origin() == self.home {
                 // The hub answers a file's `resolve` URL with a redirect to its CDN that
@@ -598,7 +687,14 @@ impl<'r> Session<'r> {
         loop {
             match self.remote.paused.depart(&origin) {
                 Ok(flight) => return Ok(flight),
-                Err(d) => self.cost_free_wait(d)?,
+                Err(Hold::For(d)) => self.cost_free_wait(d)?,
+                Err(Hold::Probe) => {
+                    // The probe's answer, within the deadline (its own bounds it).
+                    let most = self.remaining()?.unwrap_or(Duration::from_secs(1));
+                    self.remote
+                        .paused
+                        .await_probe(&origin, most.min(Duration::from_secs(1)));
+                }
             }
         }
     }
@@ -1043,14 +1139,31 @@ mod tests {
         let more: Vec<_> = (0..2)
             .map(|_| pauses.depart(&origin).expect("left"))
             .collect();
-        let wait = pauses.depart(&origin).err().expect("none left");
-        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30));
+        match pauses.depart(&origin) {
+            Err(Hold::For(wait)) => {
+                assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30))
+            }
+            _ => panic!("none left"),
+        }
         // A later answer saying more are left does not raise the count of the window.
         let more_left = rate_limits(&["\"r\";r=50;t=30"]);
         flights.next().expect("two").answered(&more_left, long);
         assert!(pauses.depart(&origin).is_err());
         drop(more);
         drop(flights);
+        // A window that has ended: the next request goes alone (the probe), the others
+        // wait for its answer, which counts the window exactly.
+        let origin = Url::parse("http://example.net/").expect("url").origin();
+        let first = pauses.depart(&origin).expect("free");
+        first.answered(&rate_limits(&["\"r\";r=5;t=30"]), Duration::ZERO);
+        let probe = pauses.depart(&origin).expect("the probe");
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        probe.answered(&rate_limits(&["\"r\";r=3;t=30"]), long);
+        let three: Vec<_> = (0..3)
+            .map(|_| pauses.depart(&origin).expect("counted"))
+            .collect();
+        assert!(matches!(pauses.depart(&origin), Err(Hold::For(_))));
+        drop(three);
         // Another origin is not held back.
         let other = Url::parse("http://example.org/").expect("url").origin();
         assert!(pauses.depart(&other).is_ok());
