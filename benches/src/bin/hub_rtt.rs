@@ -14,7 +14,8 @@
 //!   storage;
 //! - with `--quota Q --window W`: once Q requests were served in the current fixed window of
 //!   W seconds, 429 with `Retry-After` and the hub's `RateLimit`/`RateLimit-Policy` headers;
-//!   every answer carries `RateLimit` with the requests left.
+//!   every answer carries `RateLimit` with the requests left. The CDN's requests are not
+//!   counted (the hub's quota is of its own requests).
 //!
 //! Files are a real header followed by zeros, generated on request: nothing large is held.
 //!
@@ -248,14 +249,16 @@ impl Hub {
     }
 
     fn route(&self, method: &str, target: &str, headers: &BTreeMap<String, String>) -> Answer {
-        let mut a = match self.admit() {
-            Err(a) => return a,
-            Ok(limit) => {
-                let mut a = self.route_admitted(method, target, headers);
-                a.headers.extend(limit);
-                a
-            }
+        // The quota counts the hub's requests, not its storage's (the CDN).
+        let limit = match target.starts_with("/cdn/") {
+            true => None,
+            false => match self.admit() {
+                Err(a) => return a,
+                Ok(limit) => limit,
+            },
         };
+        let mut a = self.route_admitted(method, target, headers);
+        a.headers.extend(limit);
         if method == "HEAD" {
             a.length = Some(a.length.unwrap_or(a.body.len() as u64));
             a.body.clear();
