@@ -110,9 +110,10 @@ impl Paced {
 /// How many are left is known exactly only from an answer to a request that was alone on its
 /// way: the others in flight may or may not have been counted when the server answered. So the
 /// first window's count takes every request in flight from what the server says is left (less
-/// than there may be, never more), and once a window has ended the next one starts with one
-/// request alone, whose answer gives the count the others then spend one by one (a round trip
-/// per window; a window of the hub is 5 minutes).
+/// than there may be, never more); when that count is spent, the jobs wait for the requests in
+/// flight and then one request alone (the probe) counts again. Once a window has ended the
+/// next one starts with a probe too. A probe's answer gives the count the others then spend one
+/// by one (a round trip each time; a window of the hub is 5 minutes).
 #[derive(Debug, Default)]
 pub(super) struct Pauses {
     origins: Mutex<Vec<Paced>>,
@@ -233,6 +234,10 @@ impl Pauses {
                 }
                 probe = true;
             }
+            // Counted conservatively and spent: once nothing is in flight, one request
+            // alone counts what is really left (the others wait for its answer).
+            Some((0, _)) if !p.exact && (p.probe || p.in_flight > 0) => return Err(Hold::Probe),
+            Some((0, _)) if !p.exact => probe = true,
             Some((0, end)) => return Err(Hold::For(end - now)),
             Some((ref mut n, _)) => *n -= 1,
             None if p.probe => return Err(Hold::Probe),
@@ -248,10 +253,16 @@ impl Pauses {
     }
 
     /// Wait (at most `most`) for the answer to `origin`'s probe.
+    /// Wait (at most `most`) for the answer to `origin`'s probe, or for its requests in
+    /// flight to be answered when a conservative count is spent.
     pub(super) fn await_probe(&self, origin: &Origin, most: Duration) {
         let all = self.lock();
         let _ = self.probed.wait_timeout_while(all, most, |all| {
-            all.iter().any(|p| p.origin == *origin && p.probe)
+            all.iter().any(|p| {
+                p.origin == *origin
+                    && (p.probe
+                        || (!p.exact && p.in_flight > 0 && p.left.is_some_and(|(n, _)| n == 0)))
+            })
         });
     }
 
@@ -274,7 +285,7 @@ impl Pauses {
             return;
         };
         p.in_flight = p.in_flight.saturating_sub(1);
-        if probe {
+        if probe || (p.in_flight == 0 && !p.exact) {
             p.probe = false;
             self.probed.notify_all();
         }
@@ -291,11 +302,17 @@ impl Pauses {
         };
         let unsure = r.saturating_sub(p.in_flight as u64);
         p.left = match p.left {
-            Some((kept, kept_end)) if kept_end > now => {
+            // A probe's answer counts anew (it went alone: nothing else was in flight).
+            Some((kept, kept_end)) if kept_end > now && !probe => {
                 let said = if p.exact { r } else { unsure };
                 Some((kept.min(said), kept_end))
             }
-            _ => {
+            // A new window, or a probe's count of this one (which ends when it did).
+            kept => {
+                let end = match kept {
+                    Some((_, kept_end)) if kept_end > now => kept_end.min(end),
+                    _ => end,
+                };
                 p.exact = probe && p.in_flight == 0;
                 Some((if p.exact { r } else { unsure }, end))
             }
@@ -1139,18 +1156,25 @@ mod tests {
         let more: Vec<_> = (0..2)
             .map(|_| pauses.depart(&origin).expect("left"))
             .collect();
-        match pauses.depart(&origin) {
-            Err(Hold::For(wait)) => {
-                assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30))
-            }
-            _ => panic!("none left"),
-        }
-        // A later answer saying more are left does not raise the count of the window.
+        // None left by this count, which may be short (the 3 in flight may have been counted
+        // already): the jobs wait for them, and a later answer saying more are left does not
+        // raise the count.
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
         let more_left = rate_limits(&["\"r\";r=50;t=30"]);
         flights.next().expect("two").answered(&more_left, long);
-        assert!(pauses.depart(&origin).is_err());
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        // Once nothing is in flight, one request alone counts again; its answer is exact.
         drop(more);
         drop(flights);
+        let probe = pauses.depart(&origin).expect("the probe");
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        probe.answered(&rate_limits(&["\"r\";r=1;t=30"]), long);
+        let last = pauses.depart(&origin).expect("the one left");
+        match pauses.depart(&origin) {
+            Err(Hold::For(wait)) => assert!(wait <= Duration::from_secs(30), "{wait:?}"),
+            _ => panic!("none left"),
+        }
+        drop(last);
         // A window that has ended: the next request goes alone (the probe), the others
         // wait for its answer, which counts the window exactly.
         let origin = Url::parse("http://example.net/").expect("url").origin();
