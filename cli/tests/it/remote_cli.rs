@@ -192,8 +192,8 @@ fn a_failing_server_is_could_not_check_never_a_verdict() {
 /// past it is not checked (exit 2), and the other URLs' records and the summary are written.
 #[test]
 fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
-    // At most 16 shards of a set at a time (`RemoteOptions::max_concurrent_shards`): four
-    // rounds of them.
+    // At most 16 shards of a set at a time (`--url-jobs 16`: the set's own fetch and 15
+    // helpers): four rounds of them.
     const SHARDS: usize = 64;
     let good = zeros_file(3);
     let (body, total) = declared_file(1 << 30, 64 * 1024);
@@ -237,7 +237,17 @@ fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
     );
     let started = Instant::now();
     let out = run(
-        &["--json", "--deep", "--timeout", "2", &drip, &good, &set],
+        &[
+            "--json",
+            "--deep",
+            "--timeout",
+            "2",
+            "--url-jobs",
+            "16",
+            &drip,
+            &good,
+            &set,
+        ],
         &[],
     );
     assert!(
@@ -266,7 +276,7 @@ fn a_timeout_ends_a_dripping_url_and_the_run_goes_on() {
     assert!(out.stderr.contains("gave up after 2 s"), "{}", out.stderr);
 
     // Text, header level: the set still runs out (each shard about a second).
-    let out = run(&["--timeout=2", &set, &good], &[]);
+    let out = run(&["--timeout=2", "--url-jobs=16", &set, &good], &[]);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("not checked"), "{}", out.stdout);
     assert!(

@@ -70,44 +70,253 @@ pub(super) struct Session<'r> {
 /// Most bytes of a body read only to keep its connection (see [`Session::discard`]).
 pub(super) const DISCARD_LIMIT: u64 = 64 * 1024;
 
-/// Most origins remembered with a wait they asked for (the oldest wait is forgotten first).
+/// Most origins remembered with a wait they asked for or requests in flight (the oldest idle
+/// one is forgotten first; past that a new origin is not paced).
 const MAX_PAUSED_ORIGINS: usize = 64;
 
-/// Until when each origin asked the client's jobs to wait.
+/// What the client knows of one origin's rate limit.
+#[derive(Debug)]
+struct Paced {
+    origin: Origin,
+    /// No request before this (a 429's `Retry-After`, a `RateLimit` with `r=0`).
+    until: Option<Instant>,
+    /// Requests sent and not yet answered.
+    in_flight: usize,
+    /// Requests the origin still takes before the end of its window, as its `RateLimit`
+    /// said less the requests sent since (see [`Pauses::answered`]), and that end.
+    left: Option<(u64, Instant)>,
+    /// `left` started from the answer to a request sent alone: it is exact (for this client).
+    exact: bool,
+    /// The origin's answers carry a `RateLimit`: once a window has ended, the first request
+    /// goes alone (the probe) and the others wait for its answer.
+    limited: bool,
+    /// The probe is on its way.
+    probe: bool,
+}
+
+impl Paced {
+    fn idle(&self, now: Instant) -> bool {
+        self.in_flight == 0
+            && self.until.is_none_or(|t| t <= now)
+            && self.left.is_none_or(|(_, t)| t <= now)
+    }
+}
+
+/// Until when each origin asked the client's jobs to wait, and how many requests its
+/// `RateLimit` header leaves: one job told to wait holds back all the others, and when fewer
+/// requests are left than are on their way the jobs send only those and wait for the window
+/// to end (the 429s a closing window answered were the requests in flight past its quota).
+///
+/// How many are left is known exactly only from an answer to a request that was alone on its
+/// way: the others in flight may or may not have been counted when the server answered. So the
+/// first window's count takes every request in flight from what the server says is left (less
+/// than there may be, never more); when that count is spent, the jobs wait for the requests in
+/// flight and then one request alone (the probe) counts again. Once a window has ended the
+/// next one starts with a probe too. A probe's answer gives the count the others then spend one
+/// by one (a round trip each time; a window of the hub is 5 minutes).
 #[derive(Debug, Default)]
 pub(super) struct Pauses {
-    until: Mutex<Vec<(Origin, Instant)>>,
+    origins: Mutex<Vec<Paced>>,
+    /// Told when a probe is answered.
+    probed: std::sync::Condvar,
+}
+
+/// Why a request may not leave yet.
+#[derive(Debug)]
+pub(super) enum Hold {
+    /// For this long.
+    For(Duration),
+    /// Until the answer to the window's first request (the probe) arrives.
+    Probe,
+}
+
+/// A request on its way to an origin (counted in flight until answered or dropped).
+pub(super) struct Flight<'p> {
+    pauses: &'p Pauses,
+    origin: Option<Origin>,
+    probe: bool,
+}
+
+impl Flight<'_> {
+    /// The answer's head arrived: what its `RateLimit` header says is left is paced.
+    pub(super) fn answered(mut self, headers: &HeaderMap, max_wait: Duration) {
+        if let Some(origin) = self.origin.take() {
+            let left = rate_limit_left(headers);
+            self.pauses.answered(&origin, left, max_wait, self.probe);
+        }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Some(origin) = self.origin.take() {
+            self.pauses
+                .answered(&origin, None, Duration::ZERO, self.probe);
+        }
+    }
 }
 
 impl Pauses {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Paced>> {
+        self.origins.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entry of `origin`, made if there is room (an idle one forgotten if need be).
+    fn entry<'v>(all: &'v mut Vec<Paced>, origin: &Origin, now: Instant) -> Option<&'v mut Paced> {
+        if let Some(i) = all.iter().position(|p| p.origin == *origin) {
+            return all.get_mut(i);
+        }
+        if all.len() >= MAX_PAUSED_ORIGINS {
+            let i = all.iter().position(|p| p.idle(now))?;
+            all.swap_remove(i);
+        }
+        all.push(Paced {
+            origin: origin.clone(),
+            until: None,
+            in_flight: 0,
+            left: None,
+            exact: false,
+            limited: false,
+            probe: false,
+        });
+        all.last_mut()
+    }
+
     /// `origin` takes no request for `d` from now (a later end wins over an earlier one).
     pub(super) fn hold(&self, origin: &Origin, d: Duration) {
-        let Some(end) = Instant::now().checked_add(d) else {
+        let now = Instant::now();
+        let Some(end) = now.checked_add(d) else {
             return;
         };
-        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        until.retain(|(_, t)| *t > now);
-        match until.iter_mut().find(|(o, _)| o == origin) {
-            Some((_, t)) => *t = (*t).max(end),
-            None => {
-                if until.len() >= MAX_PAUSED_ORIGINS {
-                    until.sort_by_key(|(_, t)| *t);
-                    until.remove(0);
-                }
-                until.push((origin.clone(), end));
-            }
+        let mut all = self.lock();
+        if let Some(p) = Self::entry(&mut all, origin, now) {
+            p.until = Some(p.until.map_or(end, |t| t.max(end)));
         }
     }
 
-    /// The wait left before `origin` takes requests again, if any.
-    pub(super) fn left(&self, origin: &Origin) -> Option<Duration> {
-        let until = self.until.lock().unwrap_or_else(|p| p.into_inner());
-        until
-            .iter()
-            .find(|(o, _)| o == origin)
-            .and_then(|(_, t)| t.checked_duration_since(Instant::now()))
-            .filter(|d| !d.is_zero())
+    /// [`Pauses::hold`], unless `origin`'s window is counted exactly (from its probe's
+    /// answer): no request is left in it, and the count holds the jobs until its end.
+    pub(super) fn hold_unless_counted(&self, origin: &Origin, d: Duration) {
+        let now = Instant::now();
+        let counted = self.lock().iter().any(|p| {
+            p.origin == *origin && p.exact && p.left.is_some_and(|(n, end)| n == 0 && end > now)
+        });
+        if !counted {
+            self.hold(origin, d);
+        }
+    }
+
+    /// A request to `origin` may leave now (`Ok`, counted in flight and against what its
+    /// `RateLimit` left), or not yet.
+    pub(super) fn depart(&self, origin: &Origin) -> Result<Flight<'_>, Hold> {
+        let now = Instant::now();
+        let mut all = self.lock();
+        let Some(p) = Self::entry(&mut all, origin, now) else {
+            // No room to remember it: not paced (every entry has requests in flight).
+            return Ok(Flight {
+                pauses: self,
+                origin: None,
+                probe: false,
+            });
+        };
+        if let Some(d) = p.until.and_then(|t| t.checked_duration_since(now)) {
+            if !d.is_zero() {
+                return Err(Hold::For(d));
+            }
+        }
+        let mut probe = false;
+        match p.left {
+            Some((_, end)) if end <= now => {
+                p.left = None;
+                p.exact = false;
+                if p.probe {
+                    return Err(Hold::Probe);
+                }
+                probe = true;
+            }
+            // Counted conservatively and spent: once nothing is in flight, one request
+            // alone counts what is really left (the others wait for its answer).
+            Some((0, _)) if !p.exact && (p.probe || p.in_flight > 0) => return Err(Hold::Probe),
+            Some((0, _)) if !p.exact => probe = true,
+            Some((0, end)) => return Err(Hold::For(end - now)),
+            Some((ref mut n, _)) => *n -= 1,
+            None if p.probe => return Err(Hold::Probe),
+            None => probe = p.limited,
+        }
+        p.probe |= probe;
+        p.in_flight += 1;
+        Ok(Flight {
+            pauses: self,
+            origin: Some(origin.clone()),
+            probe,
+        })
+    }
+
+    /// Wait (at most `most`) for the answer to `origin`'s probe.
+    /// Wait (at most `most`) for the answer to `origin`'s probe, or for its requests in
+    /// flight to be answered when a conservative count is spent.
+    pub(super) fn await_probe(&self, origin: &Origin, most: Duration) {
+        let all = self.lock();
+        let _ = self.probed.wait_timeout_while(all, most, |all| {
+            all.iter().any(|p| {
+                p.origin == *origin
+                    && (p.probe
+                        || (!p.exact && p.in_flight > 0 && p.left.is_some_and(|(n, _)| n == 0)))
+            })
+        });
+    }
+
+    /// A request to `origin` was answered (or failed), its `RateLimit` saying `left` requests
+    /// remain for the given time. In a window counted from a probe's answer the count kept is
+    /// exact, and an answer saying fewer are left (another client's requests) lowers it;
+    /// otherwise the requests still in flight may not have reached the server when it
+    /// counted: they are taken from what it says is left, and a smaller count than the one
+    /// kept wins until the kept window ends (answers arrive out of order).
+    fn answered(
+        &self,
+        origin: &Origin,
+        left: Option<(u64, Duration)>,
+        max_wait: Duration,
+        probe: bool,
+    ) {
+        let now = Instant::now();
+        let mut all = self.lock();
+        let Some(p) = all.iter_mut().find(|p| p.origin == *origin) else {
+            return;
+        };
+        p.in_flight = p.in_flight.saturating_sub(1);
+        if probe || (p.in_flight == 0 && !p.exact) {
+            p.probe = false;
+            self.probed.notify_all();
+        }
+        let Some((r, t)) = left else {
+            // A probe answered without a RateLimit: the origin no longer says it limits.
+            if probe {
+                p.limited = false;
+            }
+            return;
+        };
+        p.limited = true;
+        let Some(end) = now.checked_add(t.min(max_wait)) else {
+            return;
+        };
+        let unsure = r.saturating_sub(p.in_flight as u64);
+        p.left = match p.left {
+            // A probe's answer counts anew (it went alone: nothing else was in flight).
+            Some((kept, kept_end)) if kept_end > now && !probe => {
+                let said = if p.exact { r } else { unsure };
+                Some((kept.min(said), kept_end))
+            }
+            // A new window, or a probe's count of this one (which ends when it did).
+            kept => {
+                let end = match kept {
+                    Some((_, kept_end)) if kept_end > now => kept_end.min(end),
+                    _ => end,
+                };
+                p.exact = probe && p.in_flight == 0;
+                Some((if p.exact { r } else { unsure }, end))
+            }
+        };
     }
 }
 
@@ -119,12 +328,10 @@ fn retry_after(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse::<u64>().ok())
 }
 
-/// The wait a `RateLimit` header (draft-ietf-httpapi-ratelimit-headers, as the Hugging Face
-/// hub sends it: `"resolvers";r=0;t=55`) asks for: the longest `t` of an item with no
-/// request left (`r=0`). `None` when every item has requests left, or for a header that
-/// does not parse.
-pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
-    let mut wait: Option<u64> = None;
+/// Each item of the `RateLimit` headers (draft-ietf-httpapi-ratelimit-headers, as the
+/// Hugging Face hub sends them: `"resolvers";r=0;t=55`) that names both the requests left
+/// (`r`) and the seconds until the window ends (`t`), as `(r, t)`.
+fn rate_limit_items(headers: &HeaderMap, mut each: impl FnMut(u64, u64)) {
     for value in headers.get_all("ratelimit") {
         let Ok(text) = value.to_str() else { continue };
         for item in text.split(',') {
@@ -140,12 +347,35 @@ pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
                     _ => {}
                 }
             }
-            if let (Some(0), Some(t)) = (r, t) {
-                wait = Some(wait.map_or(t, |w| w.max(t)));
+            if let (Some(r), Some(t)) = (r, t) {
+                each(r, t);
             }
         }
     }
+}
+
+/// The wait a `RateLimit` header asks for: the longest `t` of an item with no request left
+/// (`r=0`). `None` when every item has requests left, or for a header that does not parse.
+pub(super) fn rate_limit_reset(headers: &HeaderMap) -> Option<Duration> {
+    let mut wait: Option<u64> = None;
+    rate_limit_items(headers, |r, t| {
+        if r == 0 {
+            wait = Some(wait.map_or(t, |w| w.max(t)));
+        }
+    });
     wait.filter(|&t| t > 0).map(Duration::from_secs)
+}
+
+/// The fewest requests a `RateLimit` header leaves (of its items with a window `t` > 0) and
+/// the time until that item's window ends.
+fn rate_limit_left(headers: &HeaderMap) -> Option<(u64, Duration)> {
+    let mut least: Option<(u64, u64)> = None;
+    rate_limit_items(headers, |r, t| {
+        if t > 0 && least.is_none_or(|(lr, _)| r < lr) {
+            least = Some((r, t));
+        }
+    });
+    least.map(|(r, t)| (r, Duration::from_secs(t)))
 }
 
 /// Statuses retried with backoff.
@@ -284,14 +514,18 @@ impl<'r> Session<'r> {
         let mut retries = 0u32;
         let mut hops = 0u32;
         loop {
-            self.wait_for_origin(&url)?;
+            let flight = self.wait_for_origin(&url)?;
             let timeout = self.remaining()?;
             self.remote.spend_request()?;
             self.cost.requests += 1;
             let result = self.request(&method, &url, range, timeout);
             let resp = match result {
-                Ok(r) => r,
+                Ok(r) => {
+                    flight.answered(r.headers(), opts.max_retry_after);
+                    r
+                }
                 Err(e) => {
+                    drop(flight);
                     if e.retryable && retries < opts.max_retries {
                         retries += 1;
                         self.cost.retries += 1;
@@ -302,11 +536,13 @@ impl<'r> Session<'r> {
                 }
             };
             let status = resp.status().as_u16();
-            // A server that says no request is left until `t` holds back every job.
+            // A server that says no request is left until `t` holds back every job (in a
+            // window counted from its probe, until the end that answer gave: a later `t`,
+            // rounded up to a second, would wait past it).
             if let Some(t) = rate_limit_reset(resp.headers()) {
                 self.remote
                     .paused
-                    .hold(&url.origin(), t.min(opts.max_retry_after));
+                    .hold_unless_counted(&url.origin(), t.min(opts.max_retry_after));
             }
             if url.origin() == self.home {
                 // The hub answers a file's `resolve` URL with a redirect to its CDN that
@@ -460,13 +696,24 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// Wait until the origin of `url` takes requests again, if a server asked for a wait
-    /// (`Err` if that is past the deadline).
-    fn wait_for_origin(&self, url: &Url) -> Result<(), RemoteError> {
-        while let Some(d) = self.remote.paused.left(&url.origin()) {
-            self.cost_free_wait(d)?;
+    /// Wait until the origin of `url` takes requests again, if a server asked for a wait or
+    /// its `RateLimit` left no request for this one (`Err` if that is past the deadline); the
+    /// request is then on its way.
+    fn wait_for_origin(&self, url: &Url) -> Result<Flight<'r>, RemoteError> {
+        let origin = url.origin();
+        loop {
+            match self.remote.paused.depart(&origin) {
+                Ok(flight) => return Ok(flight),
+                Err(Hold::For(d)) => self.cost_free_wait(d)?,
+                Err(Hold::Probe) => {
+                    // The probe's answer, within the deadline (its own bounds it).
+                    let most = self.remaining()?.unwrap_or(Duration::from_secs(1));
+                    self.remote
+                        .paused
+                        .await_probe(&origin, most.min(Duration::from_secs(1)));
+                }
+            }
         }
-        Ok(())
     }
 
     /// [`Session::wait`] for a wait the server asked of all jobs.
@@ -844,15 +1091,18 @@ pub(super) fn read_up_to<R: Read + ?Sized>(r: &mut R, limit: u64) -> io::Result<
 mod tests {
     use super::*;
 
+    /// Headers holding a `RateLimit` header for each of `values`.
+    fn rate_limits(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("ratelimit", v.parse().expect("value"));
+        }
+        h
+    }
+
     #[test]
     fn rate_limit_headers() {
-        let wait = |values: &[&str]| {
-            let mut h = HeaderMap::new();
-            for v in values {
-                h.append("ratelimit", v.parse().expect("value"));
-            }
-            rate_limit_reset(&h)
-        };
+        let wait = |values: &[&str]| rate_limit_reset(&rate_limits(values));
         let secs = |s| Some(Duration::from_secs(s));
         assert_eq!(wait(&["\"resolvers\";r=0;t=55"]), secs(55));
         assert_eq!(wait(&["\"api\";r=12;t=55"]), None);
@@ -870,5 +1120,69 @@ mod tests {
             assert_eq!(wait(&[bad]), None, "{bad}");
         }
         assert_eq!(wait(&[]), None);
+    }
+
+    #[test]
+    fn rate_limit_left_is_the_fewest_requests_of_an_item_with_a_window() {
+        let left =
+            |values: &[&str]| rate_limit_left(&rate_limits(values)).map(|(r, t)| (r, t.as_secs()));
+        assert_eq!(left(&["\"resolvers\";r=4999;t=55"]), Some((4999, 55)));
+        assert_eq!(left(&["\"a\";r=3;t=9, \"b\";r=7;t=2"]), Some((3, 9)));
+        assert_eq!(left(&["\"a\";r=8;t=9", "\"b\";r=0;t=6"]), Some((0, 6)));
+        for bad in ["", "\"a\";r=3", "\"a\";r=3;t=0", "r=3;t=5", "\"a\";r=x;t=5"] {
+            assert_eq!(left(&[bad]), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_requests_in_flight_are_taken_from_what_is_left() {
+        let pauses = Pauses::default();
+        let origin = Url::parse("http://example.com/").expect("url").origin();
+        let long = Duration::from_secs(60);
+        let flights: Vec<_> = (0..4)
+            .map(|_| pauses.depart(&origin).expect("free"))
+            .collect();
+        let mut flights = flights.into_iter();
+        let h = rate_limits(&["\"r\";r=5;t=30"]);
+        // 5 left as the server counted, 3 more on their way: 2 may still leave.
+        flights.next().expect("one").answered(&h, long);
+        let more: Vec<_> = (0..2)
+            .map(|_| pauses.depart(&origin).expect("left"))
+            .collect();
+        // None left by this count, which may be short (the 3 in flight may have been counted
+        // already): the jobs wait for them, and a later answer saying more are left does not
+        // raise the count.
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        let more_left = rate_limits(&["\"r\";r=50;t=30"]);
+        flights.next().expect("two").answered(&more_left, long);
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        // Once nothing is in flight, one request alone counts again; its answer is exact.
+        drop(more);
+        drop(flights);
+        let probe = pauses.depart(&origin).expect("the probe");
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        probe.answered(&rate_limits(&["\"r\";r=1;t=30"]), long);
+        let last = pauses.depart(&origin).expect("the one left");
+        match pauses.depart(&origin) {
+            Err(Hold::For(wait)) => assert!(wait <= Duration::from_secs(30), "{wait:?}"),
+            _ => panic!("none left"),
+        }
+        drop(last);
+        // A window that has ended: the next request goes alone (the probe), the others
+        // wait for its answer, which counts the window exactly.
+        let origin = Url::parse("http://example.net/").expect("url").origin();
+        let first = pauses.depart(&origin).expect("free");
+        first.answered(&rate_limits(&["\"r\";r=5;t=30"]), Duration::ZERO);
+        let probe = pauses.depart(&origin).expect("the probe");
+        assert!(matches!(pauses.depart(&origin), Err(Hold::Probe)));
+        probe.answered(&rate_limits(&["\"r\";r=3;t=30"]), long);
+        let three: Vec<_> = (0..3)
+            .map(|_| pauses.depart(&origin).expect("counted"))
+            .collect();
+        assert!(matches!(pauses.depart(&origin), Err(Hold::For(_))));
+        drop(three);
+        // Another origin is not held back.
+        let other = Url::parse("http://example.org/").expect("url").origin();
+        assert!(pauses.depart(&other).is_ok());
     }
 }

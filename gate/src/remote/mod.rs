@@ -57,7 +57,11 @@
 //! of at most [`RemoteOptions::max_retry_after`] (a longer one, or one past the deadline,
 //! gives up at once). A wait a server asks for (`Retry-After` on a 429 or 503, or the hub's
 //! `RateLimit: "resolvers";r=0;t=55`, on any response) holds back every job of the client that
-//! talks to that origin, not only the one told: the server is waited for, not hammered. A body
+//! talks to that origin, not only the one told: the server is waited for, not hammered. When a
+//! `RateLimit` leaves fewer requests (`r`) than the client has on their way to the origin, the
+//! jobs send only what is left less those in flight and wait for the window's end (`t`), so a
+//! closing window meets few 429s instead of one a job (never a verdict: a wait past the
+//! deadline is `not checked`). A body
 //! shorter or longer than announced, a range other than the one asked for, a content coding,
 //! a file that changes between two requests, any other status: each is an [`RemoteError`]
 //! with a clear message, never a verdict.
@@ -186,7 +190,9 @@ pub struct RemoteOptions {
     /// Most shards of an index fetched at the same time (at least 1); they are still handed
     /// to the set's check, and reported, in the index's order. A set fetches one shard at a
     /// time on its own and the others with helpers of the client's pool
-    /// ([`RemoteOptions::shard_helpers`]). Default: 16.
+    /// ([`RemoteOptions::shard_helpers`]), also those the other sets give back once its
+    /// names are all planned. Default: [`DEFAULT_URL_JOBS`](crate::options::DEFAULT_URL_JOBS)
+    /// (so the last set of a run can use the whole pool; it was 16).
     pub max_concurrent_shards: usize,
     /// Shard fetches the sets checked with this client may run beside their own one, all the
     /// sets together: a set fetches up to [`RemoteOptions::max_concurrent_shards`] shards at
@@ -230,7 +236,7 @@ impl Default for RemoteOptions {
             backoff: Duration::from_millis(250),
             max_retry_after: Duration::from_secs(120),
             first_fetch: 64 * 1024,
-            max_concurrent_shards: 16,
+            max_concurrent_shards: crate::options::DEFAULT_URL_JOBS,
             shard_helpers: crate::options::DEFAULT_URL_JOBS,
             connections_per_host: crate::options::DEFAULT_URL_JOBS * 2,
             shard_header_budget: 16 << 20,
@@ -606,11 +612,12 @@ pub struct Remote {
     /// Requests sent so far, against [`RemoteOptions::max_requests`].
     sent: std::sync::atomic::AtomicU64,
     /// Until when each origin asked every job to wait (a 429's `Retry-After`, a `RateLimit`
-    /// with no request left): one job told to wait holds back all the others.
+    /// with no request left, or fewer left than in flight): one job told to wait holds back
+    /// all the others.
     paused: http::Pauses,
     /// The helpers free of [`RemoteOptions::shard_helpers`]: the sets' shard fetches beside
     /// their own one.
-    helpers: std::sync::atomic::AtomicUsize,
+    helpers: shards::HelperPool,
     hf_endpoint: Url,
     hf_origin: Origin,
 }
@@ -681,7 +688,7 @@ impl Remote {
             .new_agent();
         Ok(Remote {
             agent,
-            helpers: std::sync::atomic::AtomicUsize::new(options.shard_helpers),
+            helpers: shards::HelperPool::new(options.shard_helpers),
             options,
             sent: std::sync::atomic::AtomicU64::new(0),
             paused: http::Pauses::default(),

@@ -425,6 +425,8 @@ fn remote_client(o: &RunOptions) -> Result<super::Remote, RemoteError> {
     // The sets' shards fetched beside their own one: as many as the URL jobs, all sets
     // together, so a run sends at most twice its URL jobs' requests at once.
     opts.shard_helpers = o.url_jobs();
+    // A set may use the whole pool (the last one of a run once the others have ended).
+    opts.max_concurrent_shards = o.url_jobs();
     // One kept connection for each job that may talk to a host at once.
     opts.connections_per_host = o.url_jobs().saturating_add(opts.shard_helpers);
     // One deadline for each URL, whatever its depth: the file with its data, or the set with

@@ -117,7 +117,9 @@ impl<'r> RemoteShards<'r> {
             if planner.is_err() {
                 lock(&self.shared.state).planned = true;
             }
-            // However the check ends, the planner and the workers stop with it.
+            // However the check ends, the planner and the workers stop with it (the planner
+            // told after the set is over).
+            let _wake = WakeOnEnd(&self.remote.helpers);
             let _end = Ending(&self.shared);
             super::verdict::index_verdict(index, self, config, &mut |name, outcome| {
                 let handed = self
@@ -166,7 +168,7 @@ impl<'r> RemoteShards<'r> {
     /// A worker more for the queued shards no worker is free for, with a helper of the
     /// client's pool, if one is free and the set has fewer than
     /// [`RemoteOptions::max_concurrent_shards`](super::RemoteOptions::max_concurrent_shards).
-    fn grow<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, config: &'s Config) {
+    fn grow<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, config: &'s Config) -> bool {
         let most = self.remote.options.max_concurrent_shards.max(1);
         let wanted = {
             let st = self.shared.lock();
@@ -182,10 +184,31 @@ impl<'r> RemoteShards<'r> {
                 .count();
             st.workers < most && waiting > st.workers.saturating_sub(busy)
         };
-        if wanted {
-            if let Some(helper) = Helper::take(&self.remote.helpers) {
-                self.add_worker(s, config, Some(helper));
+        wanted
+            && Helper::take(&self.remote.helpers)
+                .is_some_and(|helper| self.add_worker(s, config, Some(helper)))
+    }
+
+    /// Once every name is planned: take the helpers other sets give back while shards of this
+    /// set wait for a worker, until none waits or the set is over.
+    fn keep_growing<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, config: &'s Config) {
+        let pool = &self.remote.helpers;
+        loop {
+            let seen = pool.returned();
+            if self.shared.over.load(Ordering::Relaxed) {
+                return;
             }
+            while self.grow(s, config) {}
+            let waiting = self
+                .shared
+                .lock()
+                .queue
+                .iter()
+                .any(|e| matches!(e.state, EntryState::Waiting));
+            if !waiting {
+                return;
+            }
+            pool.wait_past(seen);
         }
     }
 
@@ -193,7 +216,7 @@ impl<'r> RemoteShards<'r> {
     /// while queued shards wait for one.
     fn plan<'s>(&'s self, index: &[u8], config: &'s Config, s: &'s std::thread::Scope<'s, '_>) {
         let shared = &self.shared;
-        let _planned = Planned(shared);
+        let planned = Planned(shared);
         {
             let mut st = shared.lock();
             while !st.started && !shared.over.load(Ordering::Relaxed) {
@@ -230,6 +253,9 @@ impl<'r> RemoteShards<'r> {
             self.grow(s, config);
             ControlFlow::Continue(())
         });
+        // Planned: a worker with no shard waiting now leaves (its helper goes back).
+        drop(planned);
+        self.keep_growing(s, config);
     }
 
     /// Fetch queued shards until the plan is done or the set is over.
@@ -391,12 +417,13 @@ impl<'r> RemoteShards<'r> {
 
 /// A helper of the client's pool ([`RemoteOptions::shard_helpers`](super::RemoteOptions::shard_helpers)),
 /// given back when dropped.
-struct Helper<'r>(&'r AtomicUsize);
+struct Helper<'r>(&'r HelperPool);
 
 impl<'r> Helper<'r> {
     /// A free helper of `pool`, if there is one (never waits).
-    fn take(pool: &'r AtomicUsize) -> Option<Self> {
-        pool.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+    fn take(pool: &'r HelperPool) -> Option<Self> {
+        pool.free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .ok()
             .map(|_| Helper(pool))
     }
@@ -404,7 +431,57 @@ impl<'r> Helper<'r> {
 
 impl Drop for Helper<'_> {
     fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::AcqRel);
+        self.0.free.fetch_add(1, Ordering::AcqRel);
+        self.0.wake();
+    }
+}
+
+/// The helpers of a client's sets ([`RemoteOptions::shard_helpers`](super::RemoteOptions::shard_helpers)),
+/// and a wake-up for the sets that wait for one: a set whose names are all planned still takes
+/// the helpers other sets give back while it has shards waiting (a set that got none at the
+/// start, when the first sets took them all, no longer fetches its last shards one at a time).
+#[derive(Debug)]
+pub(super) struct HelperPool {
+    free: AtomicUsize,
+    /// Counts the helpers given back and the sets ended, for the sets waiting for either.
+    returned: Mutex<u64>,
+    wake: Condvar,
+}
+
+impl HelperPool {
+    pub(super) fn new(helpers: usize) -> Self {
+        HelperPool {
+            free: AtomicUsize::new(helpers),
+            returned: Mutex::new(0),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn returned(&self) -> u64 {
+        *self.returned.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake(&self) {
+        *self.returned.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.wake.notify_all();
+    }
+
+    /// Wait until a helper is given back or a set ends after [`HelperPool::returned`] said
+    /// `seen`.
+    fn wait_past(&self, seen: u64) {
+        let mut n = self.returned.lock().unwrap_or_else(PoisonError::into_inner);
+        while *n == seen {
+            n = self.wake.wait(n).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Wakes the sets waiting for a helper when a set's check ends (its planner among them).
+struct WakeOnEnd<'a>(&'a HelperPool);
+
+impl Drop for WakeOnEnd<'_> {
+    fn drop(&mut self) {
+        self.0.wake();
     }
 }
 

@@ -547,6 +547,73 @@ fn the_sets_checked_at_once_share_one_pool_of_shard_helpers() {
     assert_eq!(server.most_in_flight(), 1 + 2);
 }
 
+/// Issue 34: a set whose names are all planned takes the helpers another set gives back.
+/// Set A starts alone and takes the pool's 3 helpers (4 shards in flight, held by its server);
+/// set B starts with none, plans its 8 names, and its first shard opens A's. A ends and gives
+/// its helpers back: B reaches 4 in flight (its server answers none before 4 are, or 3 s: a
+/// hang guard below the read timeout). Before, helpers were taken only while a set planned
+/// names, so B fetched its shards one at a time to the end (at a real hub's latency the last
+/// sets of a run of whole repositories were its tail).
+#[test]
+fn a_set_planned_in_full_takes_the_helpers_another_set_gives_back() {
+    const SHARDS: usize = 8;
+    let (index, shards) = many(SHARDS);
+    let mut o = test_options();
+    o.max_concurrent_shards = 4;
+    o.shard_helpers = 3;
+    let client = Remote::new(o).expect("client");
+    let go = Arc::new((Mutex::new(false), Condvar::new()));
+    let (g, ia, sa) = (Arc::clone(&go), index.clone(), shards.clone());
+    let a = Server::start_counting(is_shard, move |req| {
+        let name = req.path().rsplit('/').next().unwrap_or_default();
+        if name == "model.safetensors.index.json" {
+            return serve_file(req, ia.as_bytes(), true);
+        }
+        let (open, turn) = &*g;
+        if let Ok(open) = open.lock() {
+            let _ = turn.wait_timeout_while(open, Duration::from_secs(30), |o| !*o);
+        }
+        match sa.iter().find(|(n, _)| n == name) {
+            Some((_, b)) => serve_file(req, b, true),
+            None => Reply::new(404),
+        }
+    });
+    let b = holding_set(index, shards, 4, Duration::from_secs(3), |_| Duration::ZERO);
+    let valid = |set: &str, server: &Server| {
+        let url = server.url("/set/model.safetensors.index.json");
+        match &client
+            .check(&url, &Config::default(), Depth::Header)
+            .outcome
+        {
+            Ok(Found::Index(i)) => assert!(i.report.is_valid(), "{:?}", i.report.errors()),
+            other => panic!("set {set}: {}", short(other, 500)),
+        }
+    };
+    // Hang guards only: the counts are what is waited for.
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| valid("A", &a));
+        until("set A's 4 shards in flight", &|| a.in_flight() == 4);
+        s.spawn(|| valid("B", &b));
+        until("set B's first shard", &|| b.in_flight() >= 1);
+        let (open, turn) = &*go;
+        *open.lock().expect("lock") = true;
+        turn.notify_all();
+    });
+    assert_eq!(a.most_in_flight(), 1 + 3);
+    assert_eq!(
+        b.most_in_flight(),
+        1 + 3,
+        "set B took the helpers set A gave back"
+    );
+}
+
 /// Shards whose headers together pass the budget of header bytes in flight wait for the
 /// ones before them: memory follows the largest header plus the budget, not the number of
 /// workers.

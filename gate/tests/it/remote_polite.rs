@@ -28,6 +28,32 @@ fn connections(server: &Server) -> usize {
         .len()
 }
 
+/// `jobs` threads started together, each checking `each` files `/{job}-{i}.safetensors` of
+/// `server` in turn, header-level.
+fn together(remote: &Remote, server: &Server, jobs: usize, each: usize) -> Vec<UrlCheck> {
+    let start = Barrier::new(jobs);
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..jobs)
+            .map(|j| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    (0..each)
+                        .map(|i| {
+                            let url = server.url(&format!("/{j}-{i}.safetensors"));
+                            remote.check(&url, &Config::default(), Depth::Header)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("job"))
+            .collect()
+    })
+}
+
 /// Options that let a server ask for a wait of 2 s.
 fn patient() -> RemoteOptions {
     let mut o = test_options();
@@ -109,27 +135,7 @@ fn a_429_with_retry_after_2_is_waited_for_not_hammered() {
     });
     let remote = Remote::new(patient()).expect("client");
     let (jobs, each) = (8usize, 5usize);
-    let start = Barrier::new(jobs);
-    let checks: Vec<UrlCheck> = thread::scope(|s| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|j| {
-                let (remote, server, start) = (&remote, &server, &start);
-                s.spawn(move || {
-                    start.wait();
-                    (0..each)
-                        .map(|i| {
-                            let url = server.url(&format!("/{j}-{i}.safetensors"));
-                            remote.check(&url, &Config::default(), Depth::Header)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("job"))
-            .collect()
-    });
+    let checks = together(&remote, &server, jobs, each);
     for c in &checks {
         valid(c);
         assert!(c.cost.retries <= 1, "{} retries", c.cost.retries);
@@ -196,4 +202,69 @@ fn a_rate_limit_with_nothing_left_holds_back_the_next_request() {
 
 fn times_len(server: &Server) -> usize {
     server.log().len()
+}
+
+#[test]
+fn fewer_requests_left_than_jobs_in_flight_are_paced_not_met_with_429s() {
+    // A quota of 10 requests per fixed window of 1 s, with `RateLimit` on every answer (the
+    // requests left, as the hub's draft header says); 8 jobs of 3 files each. The first 8
+    // answers are held until all 8 requests have arrived (a hang guard of 10 s), so every job
+    // is in flight when they learn that 2 requests are left. Acted on only at `r=0`, each job
+    // then sent its next file and 6 met a 429; paced, the jobs send only what is left and
+    // wait for the window to end.
+    const QUOTA: u64 = 10;
+    const JOBS: usize = 8;
+    const EACH: usize = 3;
+    #[derive(Default)]
+    struct Window {
+        start: Option<Instant>,
+        served: u64,
+        arrived: usize,
+        too_many: usize,
+    }
+    let file = zeros_file(16);
+    let state: Arc<(Mutex<Window>, std::sync::Condvar)> = Arc::default();
+    let (f, st) = (file.clone(), Arc::clone(&state));
+    let server = Server::start(move |req| {
+        let (lock, arrived) = &*st;
+        let mut w = lock.lock().expect("lock");
+        let now = Instant::now();
+        if w.start
+            .is_none_or(|s| now.duration_since(s) >= Duration::from_secs(1))
+        {
+            w.start = Some(now);
+            w.served = 0;
+        }
+        if w.served >= QUOTA {
+            w.too_many += 1;
+            return Reply::new(429)
+                .header("Retry-After", "1")
+                .header("RateLimit", "\"resolvers\";r=0;t=1")
+                .body("Too Many Requests");
+        }
+        w.served += 1;
+        let left = QUOTA - w.served;
+        w.arrived += 1;
+        arrived.notify_all();
+        if w.arrived <= JOBS {
+            let guard = Instant::now() + Duration::from_secs(10);
+            while w.arrived < JOBS && Instant::now() < guard {
+                w = arrived
+                    .wait_timeout(w, Duration::from_millis(100))
+                    .expect("lock")
+                    .0;
+            }
+        }
+        drop(w);
+        serve_file(req, &f, true).header("RateLimit", format!("\"resolvers\";r={left};t=1"))
+    });
+    let remote = Remote::new(patient()).expect("client");
+    let checks = together(&remote, &server, JOBS, EACH);
+    for c in &checks {
+        valid(c);
+    }
+    let w = state.0.lock().expect("lock");
+    assert_eq!(w.arrived, JOBS * EACH, "one request a file");
+    assert_eq!(w.too_many, 0, "429s answered");
+    assert_eq!(server.log().len(), JOBS * EACH);
 }
