@@ -550,8 +550,8 @@ fn the_sets_checked_at_once_share_one_pool_of_shard_helpers() {
 /// Issue 34: a set whose names are all planned takes the helpers another set gives back.
 /// Set A starts alone and takes the pool's 3 helpers (4 shards in flight, held by its server);
 /// set B starts with none, plans its 8 names, and its first shard opens A's. A ends and gives
-/// its helpers back: B reaches 4 in flight (its server answers none before 4 are, or 3 s: a
-/// hang guard below the read timeout). Before, helpers were taken only while a set planned
+/// its helpers back: B reaches 4 in flight (its server answers none before 4 are, or 60 s: a
+/// hang guard, below the client's read timeout in this test). Before, helpers were taken only while a set planned
 /// names, so B fetched its shards one at a time to the end (at a real hub's latency the last
 /// sets of a run of whole repositories were its tail).
 #[test]
@@ -561,6 +561,11 @@ fn a_set_planned_in_full_takes_the_helpers_another_set_gives_back() {
     let mut o = test_options();
     o.max_concurrent_shards = 4;
     o.shard_helpers = 3;
+    // Hang guards only, far above anything a busy machine needs: B's first shard is held
+    // until 4 are in flight, however long A takes to give its helpers back.
+    o.read_timeout = Duration::from_secs(120);
+    o.total_timeout = Duration::from_secs(300);
+    o.stream_timeout = Some(Duration::from_secs(300));
     let client = Remote::new(o).expect("client");
     let go = Arc::new((Mutex::new(false), Condvar::new()));
     let (g, ia, sa) = (Arc::clone(&go), index.clone(), shards.clone());
@@ -578,7 +583,9 @@ fn a_set_planned_in_full_takes_the_helpers_another_set_gives_back() {
             None => Reply::new(404),
         }
     });
-    let b = holding_set(index, shards, 4, Duration::from_secs(3), |_| Duration::ZERO);
+    let b = holding_set(index, shards, 4, Duration::from_secs(60), |_| {
+        Duration::ZERO
+    });
     let valid = |set: &str, server: &Server| {
         let url = server.url("/set/model.safetensors.index.json");
         match &client
