@@ -24,8 +24,11 @@ before(async () => {
 });
 
 after(async () => {
-  await chromium?.close();
-  await server?.close();
+  try {
+    await chromium?.close();
+  } finally {
+    await server?.close();
+  }
 });
 
 async function choose(path) {

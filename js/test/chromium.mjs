@@ -60,7 +60,8 @@ export async function serve(dir) {
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   return {
     base: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((ok) => server.close(ok)),
+    // Open keep-alive connections (the browser's) would hold close() and the test process.
+    close: () => new Promise((ok) => { server.close(ok); server.closeAllConnections(); }),
   };
 }
 
@@ -76,7 +77,12 @@ export async function launch() {
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", `--user-data-dir=${profileDir}`, "--remote-debugging-port=0",
     "--remote-debugging-address=127.0.0.1", "--window-size=1100,900", "about:blank",
-  ], { stdio: ["ignore", "ignore", "pipe"] });
+  ], { stdio: ["ignore", "ignore", "pipe"], detached: true });
+  // Chromium's own group (detached): its helpers (zygote, renderer, crashpad) are signalled
+  // with it, so none outlives close() and writes into the profile while it is removed.
+  const signalAll = (sig) => {
+    try { process.kill(-browser.pid, sig); } catch { /* the group is gone already */ }
+  };
   const port = await new Promise((ok, fail) => {
     let err = "";
     const timer = setTimeout(() => fail(new Error(`Chromium did not start: ${err}`)), 30_000);
@@ -117,13 +123,20 @@ export async function launch() {
 
   async function close() {
     page.close();
-    if (browser.exitCode === null) {
+    if (browser.exitCode === null && browser.signalCode === null) {
       const gone = new Promise((ok) => browser.once("exit", ok));
-      browser.kill("SIGTERM");
-      await Promise.race([gone, new Promise((ok) => setTimeout(ok, 5000))]);
-      if (browser.exitCode === null) browser.kill("SIGKILL");
+      signalAll("SIGTERM");
+      // A hang guard: the group is killed after it either way.
+      await Promise.race([gone, new Promise((ok) => setTimeout(ok, 10_000))]);
     }
-    await rm(profileDir, { recursive: true, force: true });
+    signalAll("SIGKILL");
+    // A helper being killed may still have been writing: rm retries on ENOTEMPTY. A profile
+    // left behind in the temporary directory is said, not a failure of the test.
+    try {
+      await rm(profileDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+    } catch (e) {
+      console.warn(`chromium.mjs: the profile ${profileDir} was not removed: ${e.message}`);
+    }
   }
 
   return { page, errors, evaluate, waitFor, close };

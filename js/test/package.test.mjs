@@ -96,8 +96,11 @@ console.log(JSON.stringify({ version: st.version, resolved: require.resolve("stc
 let server;
 let chromium;
 after(async () => {
-  await chromium?.close();
-  await server?.close();
+  try {
+    await chromium?.close();
+  } finally {
+    await server?.close();
+  }
 });
 
 test("a bundle by esbuild, in headless Chromium: the browser entry", { timeout: 120_000 }, async () => {
