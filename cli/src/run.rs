@@ -82,6 +82,9 @@ struct Order {
     /// Jobs after `next` that have finished, with their output.
     ready: std::collections::BTreeMap<usize, Finished>,
     tally: Summary,
+    /// Jobs asleep on [`Run::written`]: a job that ends wakes them only when there are some
+    /// (a wake-up is a system call even when nobody waits: two of them for every file).
+    waiting: usize,
 }
 
 /// A finished job's output, waiting for the jobs before it.
@@ -288,7 +291,7 @@ impl<'r> JobOutput<'r> {
         if !self.is_first() {
             let mut order = lock(&run.order);
             while order.next < self.i && !run.stop.load(Ordering::Relaxed) {
-                order = run.written.wait(order).unwrap_or_else(|p| p.into_inner());
+                order = run.wait_written(order);
             }
             self.first = true;
         }
@@ -362,8 +365,12 @@ impl<'r> JobOutput<'r> {
         s.failed(flushed, &mut order.tally, &run.stop);
         drop(s);
         run.first.store(order.next, Ordering::Release);
+        // Read under the lock: a job that is to wait counts itself before it sleeps.
+        let wake = order.waiting > 0;
         drop(order);
-        run.written.notify_all();
+        if wake {
+            run.written.notify_all();
+        }
     }
 }
 
@@ -416,7 +423,8 @@ impl Sink for JobOutput<'_> {
 
 /// A counting semaphore: at most `n` jobs of one kind at once.
 struct Slots {
-    free: Mutex<usize>,
+    /// Free slots, and jobs asleep waiting for one (woken only when there are some).
+    free: Mutex<(usize, usize)>,
     freed: Condvar,
 }
 
@@ -426,17 +434,19 @@ struct Slot<'s>(&'s Slots);
 impl Slots {
     fn new(n: usize) -> Self {
         Slots {
-            free: Mutex::new(n.max(1)),
+            free: Mutex::new((n.max(1), 0)),
             freed: Condvar::new(),
         }
     }
 
     fn take(&self) -> Slot<'_> {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
+        while free.0 == 0 {
+            free.1 += 1;
             free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+            free.1 -= 1;
         }
-        *free -= 1;
+        free.0 -= 1;
         Slot(self)
     }
 }
@@ -444,9 +454,12 @@ impl Slots {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let mut free = self.0.free.lock().unwrap_or_else(|p| p.into_inner());
-        *free += 1;
+        free.0 += 1;
+        let wake = free.1 > 0;
         drop(free);
-        self.0.freed.notify_one();
+        if wake {
+            self.0.freed.notify_one();
+        }
     }
 }
 
@@ -500,8 +513,16 @@ impl Run<'_> {
         }
         let mut order = lock(&self.order);
         while i >= order.next + self.capacity && !self.stop.load(Ordering::Relaxed) {
-            order = self.written.wait(order).unwrap_or_else(|p| p.into_inner());
+            order = self.wait_written(order);
         }
+    }
+
+    /// Sleep on [`Run::written`], counted in [`Order::waiting`].
+    fn wait_written<'o>(&self, mut order: MutexGuard<'o, Order>) -> MutexGuard<'o, Order> {
+        order.waiting += 1;
+        let mut order = self.written.wait(order).unwrap_or_else(|p| p.into_inner());
+        order.waiting -= 1;
+        order
     }
 }
 
@@ -590,6 +611,7 @@ fn run(o: &Options) -> u8 {
             next: 0,
             ready: std::collections::BTreeMap::new(),
             tally: Summary::default(),
+            waiting: 0,
         }),
         first: AtomicUsize::new(0),
         written: Condvar::new(),
