@@ -252,7 +252,6 @@ impl Pauses {
         })
     }
 
-    /// Wait (at most `most`) for the answer to `origin`'s probe.
     /// Wait (at most `most`) for the answer to `origin`'s probe, or for its requests in
     /// flight to be answered when a conservative count is spent.
     pub(super) fn await_probe(&self, origin: &Origin, most: Duration) {
