@@ -715,8 +715,6 @@ pub enum WalkEntry {
         path: PathBuf,
         /// What its name says it is.
         kind: Checkpoint,
-        /// The identity of the file (the link's target, for a link).
-        id: Option<FileId>,
     },
     /// A path that could not be checked: a failure of the run.
     NotChecked {
@@ -894,17 +892,7 @@ impl Walker {
                 }
                 FileKind::Regular => {
                     if let Some(kind) = kind {
-                        out.push(match fs::symlink_metadata(&path) {
-                            Ok(m) => WalkEntry::Checkpoint {
-                                path,
-                                kind,
-                                id: FileId::of(&m),
-                            },
-                            Err(e) => WalkEntry::NotChecked {
-                                path,
-                                reason: NotChecked::from_io(e),
-                            },
-                        });
+                        out.push(WalkEntry::Checkpoint { path, kind });
                     }
                 }
                 FileKind::Symlink => {
@@ -1004,9 +992,7 @@ impl Walker {
     fn link(&self, path: PathBuf, kind: Option<Checkpoint>, root: &Root) -> Option<WalkEntry> {
         let not_checked = |path, reason| Some(WalkEntry::NotChecked { path, reason });
         match follow_link(&path, root, &self.links) {
-            Ok(LinkTarget::File { id, .. }) => {
-                kind.map(|kind| WalkEntry::Checkpoint { path, kind, id })
-            }
+            Ok(LinkTarget::File { .. }) => kind.map(|kind| WalkEntry::Checkpoint { path, kind }),
             Ok(LinkTarget::Dir { target, inside }) => {
                 // Below the root: walked under its own path. Into another named root, with
                 // outside links followed: walked there.
