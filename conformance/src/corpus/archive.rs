@@ -100,12 +100,17 @@ fn link_destination(path: &str, target: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// The first of `paths` (relative to a release's root) that lies beneath another of them,
-/// which is then a file or a link, not a directory: `a/l/f` where `a/l` is a link would be
-/// written where the link points, which the link's own check ([`link_inside`]) does not
-/// cover; `a/f/g` where `a/f` is a file cannot be written at all.
+/// The first of `paths` (relative to a release's root) that lies beneath another of them or
+/// beneath the release's own `RELEASE.json`, which is then a file or a link, not a directory:
+/// `a/l/f` where `a/l` is a link would be written where the link points, which the link's own
+/// check ([`link_inside`]) does not cover; `a/f/g` where `a/f` is a file cannot be written at
+/// all, nor `RELEASE.json/f` (a directory `RELEASE.json` leaves no room for the description).
 fn beneath_entry(paths: &[(String, Entry)]) -> Option<&str> {
-    let entries: std::collections::BTreeSet<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
+    let entries: std::collections::BTreeSet<&str> = paths
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .chain([RELEASE_FILE])
+        .collect();
     paths
         .iter()
         .map(|(p, _)| p.as_str())
@@ -119,6 +124,34 @@ fn plain_path(path: &str) -> bool {
         && path
             .split('/')
             .all(|p| !p.is_empty() && p != "." && p != "..")
+}
+
+/// The longest name of one file, directory or link in a release, in bytes (Linux's
+/// `NAME_MAX`; the longest in the 1.1.0 corpus has 48).
+pub const MAX_NAME: usize = 255;
+/// The longest path in a release archive (its root included) or link target, in bytes (the
+/// longest in the 1.1.0 release has 95, a target 64): the cache's own path must leave room
+/// for it within Linux's `PATH_MAX` of 4,096.
+pub const MAX_PATH: usize = 1024;
+
+/// Why a path or a link target of an archive could not be written as it is, if it could not:
+/// a NUL byte, a name longer than [`MAX_NAME`], or more than [`MAX_PATH`] bytes. Checking an
+/// archive refuses what unpacking it would fail on, so both give the same answer.
+fn unwritable(what: &str, text: &str) -> Option<String> {
+    if text.contains('\0') {
+        Some(format!("{what} {text:?} holds a NUL byte"))
+    } else if text.len() > MAX_PATH {
+        Some(format!(
+            "{what} of {} bytes, more than the {MAX_PATH} allowed",
+            text.len()
+        ))
+    } else if text.split('/').any(|n| n.len() > MAX_NAME) {
+        Some(format!(
+            "{what} {text:?} holds a name of more than {MAX_NAME} bytes"
+        ))
+    } else {
+        None
+    }
 }
 
 /// Running totals against the caps.
@@ -450,6 +483,9 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
         if !plain_path(&path) {
             return Err(bad(format!("the path {path:?}")));
         }
+        if let Some(why) = unwritable("the path", &path) {
+            return Err(bad(why));
+        }
         let (top, rel) = path.split_once('/').unwrap_or((path.as_str(), ""));
         match &root {
             None => root = Some(top.to_owned()),
@@ -477,6 +513,9 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
                 .link_name_bytes()
                 .map(|t| String::from_utf8_lossy(&t).into_owned())
                 .unwrap_or_default();
+            if let Some(why) = unwritable(&format!("{path:?} is a link to a target"), &target) {
+                return Err(bad(why));
+            }
             if !link_inside(rel, &target) {
                 return Err(bad(format!(
                     "{path:?} is a link to {target:?}, outside the release"

@@ -302,6 +302,90 @@ fn a_release_with_a_path_beneath_a_file_is_refused_by_verify_and_unpack() {
     );
 }
 
+/// Found by the `corpus_archive` fuzz target in CI (stop 39): a release holding `RELEASE.json/x`
+/// checked out (`verify_archive` accepted it) but could not be unpacked, as the directory
+/// `RELEASE.json` leaves no room for the description. So could a name longer than the file
+/// system takes (255 bytes), a path or a link target longer than `PATH_MAX` allows, or one
+/// holding a NUL byte (a PAX record can carry one). Each is refused now by both, with the
+/// same answer, and nothing is left in the cache.
+#[test]
+fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
+    use archive::Entry;
+    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let long_name = format!("a/{}", "x".repeat(archive::MAX_NAME + 1));
+    let long_path = format!("a/{}", vec!["y".repeat(200); 6].join("/"));
+    let long_target = "z".repeat(archive::MAX_PATH + 1);
+    let cases: [(&str, &str, Option<&str>, &str); 5] = [
+        (
+            "beneath-release-json",
+            "RELEASE.json/x",
+            None,
+            "\"RELEASE.json/x\" lies beneath a file or a link",
+        ),
+        (
+            "long-name",
+            &long_name,
+            None,
+            "a name of more than 255 bytes",
+        ),
+        (
+            "long-path",
+            &long_path,
+            None,
+            "the path of 1209 bytes, more than the 1024 allowed",
+        ),
+        (
+            "long-target",
+            "l",
+            Some(&long_target),
+            "is a link to a target of 1025 bytes, more than the 1024 allowed",
+        ),
+        ("nul", "a\0b", None, "holds a NUL byte"),
+    ];
+    for (name, path, link, why) in cases {
+        let entry = match link {
+            Some(t) => Entry::Link(t.to_owned()),
+            None => Entry::File(b"f".to_vec()),
+        };
+        let entries = vec![
+            ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
+            (path.to_owned(), entry),
+        ];
+        let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
+            .expect("json");
+        let mut b = tar::Builder::new(Vec::new());
+        let mut add = |path: &str, kind: tar::EntryType, data: &[u8]| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            b.append_data(&mut h, path, data).expect("append");
+        };
+        add("c/RELEASE.json", tar::EntryType::Regular, &json);
+        add("c/manifest.json", tar::EntryType::Regular, manifest);
+        let full = format!("c/{path}");
+        if full.contains('\0') {
+            // The path in a PAX record (`LEN path=VALUE\n`): a header's own field ends at a NUL.
+            let record = format!("path={full}\n");
+            let record = format!("{} {record}", record.len() + 3);
+            add("pax", tar::EntryType::XHeader, record.as_bytes());
+            add("c/placeholder", tar::EntryType::Regular, b"f");
+        } else if let Some(t) = link {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            h.set_mode(0o644);
+            b.append_link(&mut h, &full, t).expect("append a link");
+        } else {
+            add(&full, tar::EntryType::Regular, b"f");
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&b.into_inner().expect("tar")).expect("gzip");
+        let err = refused(name, &gz.finish().expect("gzip"));
+        assert!(err.contains(why), "{name}: {err}");
+    }
+}
+
 #[test]
 fn a_manifest_that_is_a_device_or_a_link_out_is_not_read() {
     let dir = scratch("devzero");
