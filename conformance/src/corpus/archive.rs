@@ -10,7 +10,8 @@
 //! An archive is trusted only as far as it checks out: it is read into memory under caps
 //! (its size, the bytes and entries it unpacks to, the size of `RELEASE.json` and
 //! `manifest.json`), only regular files and symbolic links that stay inside the release are
-//! taken (no hard links, devices, FIFOs, absolute or `..` paths), its contents must hash to
+//! taken (no hard links, devices, FIFOs, absolute or `..` paths, nor paths that could not be
+//! written: see [`MAX_NAME`] and [`MAX_PATH`]), its contents must hash to
 //! its own `RELEASE.json`, and the unpacked copy in the cache is compared with the archive's
 //! description on every use, not with the copy's own `RELEASE.json`.
 
