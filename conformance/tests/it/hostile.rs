@@ -59,18 +59,44 @@ fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
         h.set_entry_type(*kind);
         h.set_size(*size);
         h.set_mode(0o644);
-        h.set_path(path).expect("path");
-        if let Some(t) = link {
-            h.set_link_name(t).expect("link");
+        // Paths and link targets over the header's 100 bytes go in GNU long-name entries.
+        match link {
+            Some(t) => b.append_link(&mut h, path, t),
+            None => b.append_data(&mut h, path, *data),
         }
-        h.set_cksum();
-        b.append(&h, *data).expect("append");
+        .expect("append");
     }
     let gz = b.into_inner().expect("tar");
     let mut bytes = gz.finish().expect("gzip");
     // A header that claims more than it holds: the stream simply ends.
     bytes.flush().expect("flush");
     bytes
+}
+
+/// The `RELEASE.json` that describes `entries` honestly.
+fn description(entries: Vec<(String, archive::Entry)>) -> Vec<u8> {
+    serde_json::to_vec(&archive::describe_entries(entries).expect("describable")).expect("json")
+}
+
+/// The members a hand-made release under `c/` starts with: its description and its
+/// `manifest.json`.
+fn release_head<'a>(json: &'a [u8], manifest: &'a [u8]) -> Vec<Member<'a>> {
+    vec![
+        (
+            "c/RELEASE.json",
+            tar::EntryType::Regular,
+            json.len() as u64,
+            json,
+            None,
+        ),
+        (
+            "c/manifest.json",
+            tar::EntryType::Regular,
+            manifest.len() as u64,
+            manifest,
+            None,
+        ),
+    ]
 }
 
 fn refused(name: &str, bytes: &[u8]) -> String {
@@ -235,25 +261,9 @@ fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
         ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
         ("RELEASE.json".to_owned(), Entry::Link("F".into())),
     ];
-    let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
-        .expect("json");
-    let members: Vec<Member<'_>> = vec![
-        (
-            "c/RELEASE.json",
-            tar::EntryType::Regular,
-            json.len() as u64,
-            &json,
-            None,
-        ),
-        (
-            "c/manifest.json",
-            tar::EntryType::Regular,
-            manifest.len() as u64,
-            manifest,
-            None,
-        ),
-        ("c/RELEASE.json", tar::EntryType::Symlink, 0, b"", Some("F")),
-    ];
+    let json = description(entries);
+    let mut members = release_head(&json, manifest);
+    members.push(("c/RELEASE.json", tar::EntryType::Symlink, 0, b"", Some("F")));
     let err = refused("release-json-link", &tarball(&members));
     assert!(
         err.contains("is not the one regular file RELEASE.json"),
@@ -275,26 +285,10 @@ fn a_release_with_a_path_beneath_a_file_is_refused_by_verify_and_unpack() {
         ("c".to_owned(), Entry::File(Vec::new())),
         ("c/f".to_owned(), Entry::File(b"f".to_vec())),
     ];
-    let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
-        .expect("json");
-    let members: Vec<Member<'_>> = vec![
-        (
-            "c/RELEASE.json",
-            tar::EntryType::Regular,
-            json.len() as u64,
-            &json,
-            None,
-        ),
-        (
-            "c/manifest.json",
-            tar::EntryType::Regular,
-            manifest.len() as u64,
-            manifest,
-            None,
-        ),
-        ("c/c/", tar::EntryType::Regular, 0, b"", None),
-        ("c/c/f", tar::EntryType::Regular, 1, b"f", None),
-    ];
+    let json = description(entries);
+    let mut members = release_head(&json, manifest);
+    members.push(("c/c/", tar::EntryType::Regular, 0, b"", None));
+    members.push(("c/c/f", tar::EntryType::Regular, 1, b"f", None));
     let err = refused("path-beneath-a-file", &tarball(&members));
     assert!(
         err.contains("\"c/f\" lies beneath a file or a link"),
@@ -351,37 +345,28 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
             ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
             (path.to_owned(), entry),
         ];
-        let json = serde_json::to_vec(&archive::describe_entries(entries).expect("describable"))
-            .expect("json");
-        let mut b = tar::Builder::new(Vec::new());
-        let mut add = |path: &str, kind: tar::EntryType, data: &[u8]| {
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(kind);
-            h.set_size(data.len() as u64);
-            h.set_mode(0o644);
-            b.append_data(&mut h, path, data).expect("append");
-        };
-        add("c/RELEASE.json", tar::EntryType::Regular, &json);
-        add("c/manifest.json", tar::EntryType::Regular, manifest);
+        let json = description(entries);
         let full = format!("c/{path}");
+        let mut members = release_head(&json, manifest);
+        // A NUL goes in a PAX record (`LEN path=VALUE\n`) for the next member: a header's own
+        // field ends at a NUL.
+        let record = format!("path={full}\n");
+        let record = format!("{} {record}", record.len() + 3);
         if full.contains('\0') {
-            // The path in a PAX record (`LEN path=VALUE\n`): a header's own field ends at a NUL.
-            let record = format!("path={full}\n");
-            let record = format!("{} {record}", record.len() + 3);
-            add("pax", tar::EntryType::XHeader, record.as_bytes());
-            add("c/placeholder", tar::EntryType::Regular, b"f");
+            members.push((
+                "pax",
+                tar::EntryType::XHeader,
+                record.len() as u64,
+                record.as_bytes(),
+                None,
+            ));
+            members.push(("c/placeholder", tar::EntryType::Regular, 1, b"f", None));
         } else if let Some(t) = link {
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(tar::EntryType::Symlink);
-            h.set_size(0);
-            h.set_mode(0o644);
-            b.append_link(&mut h, &full, t).expect("append a link");
+            members.push((&full, tar::EntryType::Symlink, 0, b"", Some(t)));
         } else {
-            add(&full, tar::EntryType::Regular, b"f");
+            members.push((&full, tar::EntryType::Regular, 1, b"f", None));
         }
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&b.into_inner().expect("tar")).expect("gzip");
-        let err = refused(name, &gz.finish().expect("gzip"));
+        let err = refused(name, &tarball(&members));
         assert!(err.contains(why), "{name}: {err}");
     }
 }
