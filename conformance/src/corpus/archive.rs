@@ -136,16 +136,17 @@ pub const MAX_NAME: usize = 255;
 pub const MAX_PATH: usize = 1024;
 
 /// Why a path or a link target of an archive could not be written as it is, if it could not:
-/// a NUL byte, a name longer than [`MAX_NAME`], or more than [`MAX_PATH`] bytes. Checking an
-/// archive refuses what unpacking it would fail on, so both give the same answer.
+/// more than [`MAX_PATH`] bytes, a NUL byte, or a name longer than [`MAX_NAME`]. Checking an
+/// archive refuses what unpacking it would fail on, so both give the same answer. The length
+/// is checked first, so no message quotes more than [`MAX_PATH`] bytes of an archive's text.
 fn unwritable(what: &str, text: &str) -> Option<String> {
-    if text.contains('\0') {
-        Some(format!("{what} {text:?} holds a NUL byte"))
-    } else if text.len() > MAX_PATH {
+    if text.len() > MAX_PATH {
         Some(format!(
             "{what} of {} bytes, more than the {MAX_PATH} allowed",
             text.len()
         ))
+    } else if text.contains('\0') {
+        Some(format!("{what} {text:?} holds a NUL byte"))
     } else if text.split('/').any(|n| n.len() > MAX_NAME) {
         Some(format!(
             "{what} {text:?} holds a name of more than {MAX_NAME} bytes"
@@ -481,11 +482,11 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
         let path = String::from_utf8(entry.path_bytes().into_owned())
             .map_err(|_| bad("a path that is not UTF-8".into()))?;
         let path = path.trim_end_matches('/').to_owned();
-        if !plain_path(&path) {
-            return Err(bad(format!("the path {path:?}")));
-        }
         if let Some(why) = unwritable("the path", &path) {
             return Err(bad(why));
+        }
+        if !plain_path(&path) {
+            return Err(bad(format!("the path {path:?}")));
         }
         let (top, rel) = path.split_once('/').unwrap_or((path.as_str(), ""));
         match &root {

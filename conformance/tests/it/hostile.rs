@@ -309,7 +309,8 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
     let long_name = format!("a/{}", "x".repeat(archive::MAX_NAME + 1));
     let long_path = format!("a/{}", vec!["y".repeat(200); 6].join("/"));
     let long_target = "z".repeat(archive::MAX_PATH + 1);
-    let cases: [(&str, &str, Option<&str>, &str); 5] = [
+    let huge_nul = format!("a\0{}", "b".repeat(100_000));
+    let cases: [(&str, &str, Option<&str>, &str); 6] = [
         (
             "beneath-release-json",
             "RELEASE.json/x",
@@ -335,6 +336,12 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
             "is a link to a target of 1025 bytes, more than the 1024 allowed",
         ),
         ("nul", "a\0b", None, "holds a NUL byte"),
+        (
+            "huge-nul",
+            &huge_nul,
+            None,
+            "the path of 100004 bytes, more than the 1024 allowed",
+        ),
     ];
     for (name, path, link, why) in cases {
         let entry = match link {
@@ -350,8 +357,9 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
         let mut members = release_head(&json, manifest);
         // A NUL goes in a PAX record (`LEN path=VALUE\n`) for the next member: a header's own
         // field ends at a NUL.
-        let record = format!("path={full}\n");
-        let record = format!("{} {record}", record.len() + 3);
+        let body = format!(" path={full}\n");
+        let digits = (body.len() + 8).to_string().len();
+        let record = format!("{}{body}", body.len() + digits);
         if full.contains('\0') {
             members.push((
                 "pax",
@@ -368,6 +376,7 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
         }
         let err = refused(name, &tarball(&members));
         assert!(err.contains(why), "{name}: {err}");
+        assert!(err.len() < 1500, "{name}: a message of {} bytes", err.len());
     }
 }
 
