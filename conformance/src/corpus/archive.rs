@@ -11,7 +11,8 @@
 //! (its size, the bytes and entries it unpacks to, the size of `RELEASE.json` and
 //! `manifest.json`), only regular files and symbolic links that stay inside the release are
 //! taken (no hard links, devices, FIFOs, absolute or `..` paths, nor paths that could not be
-//! written: see [`MAX_NAME`] and [`MAX_PATH`]), its contents must hash to
+//! written: see [`MAX_NAME`] and [`MAX_PATH`]; no space or control character in a path or a
+//! link target, so the contents' checksum reads one way), its contents must hash to
 //! its own `RELEASE.json`, and the unpacked copy in the cache is compared with the archive's
 //! description on every use, not with the copy's own `RELEASE.json`.
 
@@ -135,11 +136,15 @@ pub const MAX_NAME: usize = 255;
 /// for it within Linux's `PATH_MAX` of 4,096.
 pub const MAX_PATH: usize = 1024;
 
-/// Why a path or a link target of an archive could not be written as it is, if it could not:
-/// more than [`MAX_PATH`] bytes, a NUL byte, or a name longer than [`MAX_NAME`]. Checking an
-/// archive refuses what unpacking it would fail on, so both give the same answer. The length
-/// is checked first, so no message quotes more than [`MAX_PATH`] bytes of an archive's text.
-fn unwritable(what: &str, text: &str) -> Option<String> {
+/// Why a path or a link target of a release could not be taken as it is, if it could not:
+/// more than [`MAX_PATH`] bytes, a NUL byte, a space or another control character, or a name
+/// longer than [`MAX_NAME`]. Checking an archive refuses what unpacking it would fail on, so
+/// both give the same answer. No space or control character, so that each line of the
+/// contents' checksum (`F path sha256`, `L path target`) reads one way only: with a newline
+/// or a space in a name, two different releases could give the same lines (a link `a` to
+/// `b c` and a link `a b` to `c`). The length is checked first, so no message quotes more
+/// than [`MAX_PATH`] bytes of an archive's text.
+fn unfit(what: &str, text: &str) -> Option<String> {
     if text.len() > MAX_PATH {
         Some(format!(
             "{what} of {} bytes, more than the {MAX_PATH} allowed",
@@ -147,6 +152,10 @@ fn unwritable(what: &str, text: &str) -> Option<String> {
         ))
     } else if text.contains('\0') {
         Some(format!("{what} {text:?} holds a NUL byte"))
+    } else if text.chars().any(|c| c == ' ' || c.is_control()) {
+        Some(format!(
+            "{what} {text:?} holds a space or a control character"
+        ))
     } else if text.split('/').any(|n| n.len() > MAX_NAME) {
         Some(format!(
             "{what} {text:?} holds a name of more than {MAX_NAME} bytes"
@@ -207,7 +216,8 @@ pub struct Release {
     /// Files and links in the release, this file left out.
     pub files: usize,
     /// SHA-256 of the contents: one line per file (`F path sha256`) or link (`L path
-    /// target`), in byte order of the paths.
+    /// target`), in byte order of the paths (which, like link targets, hold no space or
+    /// control character: each line reads one way).
     pub content_sha256: String,
 }
 
@@ -302,6 +312,16 @@ fn content_sha256(entries: &[(String, Entry)]) -> String {
 
 /// The release description of a corpus's contents (its `manifest.json` among them).
 fn describe(entries: &[(String, Entry)]) -> Result<Release, String> {
+    for (path, e) in entries {
+        if let Some(why) = unfit("the path", path) {
+            return Err(why);
+        }
+        if let Entry::Link(t) = e {
+            if let Some(why) = unfit(&format!("{path:?} is a link to a target"), t) {
+                return Err(why);
+            }
+        }
+    }
     let text = entries
         .iter()
         .find_map(|(p, e)| match e {
@@ -341,7 +361,9 @@ fn describe(entries: &[(String, Entry)]) -> Result<Release, String> {
 
 /// The description (`RELEASE.json`) of a release holding `entries` (paths relative to its
 /// root, `RELEASE.json` left out, in any order), as [`pack`] writes it: for a tool that builds
-/// release archives of its own (the `corpus_archive` fuzz target).
+/// release archives of its own (the `corpus_archive` fuzz target). An error for a release
+/// without a readable `manifest.json`, or with a path or link target that no release may hold
+/// (too long, or with a space or a control character).
 pub fn describe_entries(mut entries: Vec<(String, Entry)>) -> Result<Release, String> {
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     describe(&entries)
@@ -482,7 +504,7 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
         let path = String::from_utf8(entry.path_bytes().into_owned())
             .map_err(|_| bad("a path that is not UTF-8".into()))?;
         let path = path.trim_end_matches('/').to_owned();
-        if let Some(why) = unwritable("the path", &path) {
+        if let Some(why) = unfit("the path", &path) {
             return Err(bad(why));
         }
         if !plain_path(&path) {
@@ -513,9 +535,11 @@ fn read_archive(bytes: &[u8], name: &str) -> Result<Checked, String> {
         if kind.is_symlink() {
             let target = entry
                 .link_name_bytes()
-                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .map(|t| String::from_utf8(t.into_owned()))
+                .transpose()
+                .map_err(|_| bad(format!("{path:?} is a link to a target that is not UTF-8")))?
                 .unwrap_or_default();
-            if let Some(why) = unwritable(&format!("{path:?} is a link to a target"), &target) {
+            if let Some(why) = unfit(&format!("{path:?} is a link to a target"), &target) {
                 return Err(bad(why));
             }
             if !link_inside(rel, &target) {
@@ -663,7 +687,10 @@ pub fn copy_read_only(dir: &Path, out: &Path, items: &[String]) -> Result<u64, S
         } else if meta.file_type().is_symlink() {
             budget.entry(&dir.display().to_string())?;
             let target = fs::read_link(&path).map_err(|e| io(&path, e))?;
-            let target = target.to_string_lossy().into_owned();
+            let target = target
+                .to_str()
+                .ok_or_else(|| format!("{}: a link target that is not UTF-8", path.display()))?
+                .to_owned();
             found.push((item.clone(), Entry::Link(target)));
         } else {
             budget.entry(&dir.display().to_string())?;

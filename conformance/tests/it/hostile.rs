@@ -73,9 +73,33 @@ fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
     bytes
 }
 
-/// The `RELEASE.json` that describes `entries` honestly.
-fn description(entries: Vec<(String, archive::Entry)>) -> Vec<u8> {
-    serde_json::to_vec(&archive::describe_entries(entries).expect("describable")).expect("json")
+/// The `manifest.json` of the hand-made releases.
+const MANIFEST: &[u8] = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+
+/// The `RELEASE.json` that describes `entries` (`manifest.json`, which is [`MANIFEST`], among
+/// them) honestly, worked out here as `RELEASE.json`'s documentation says (one line per
+/// entry, `F path sha256` or `L path target`, in byte order of the paths), not by the library:
+/// the library refuses to describe the names these tests give it.
+fn description(mut entries: Vec<(String, archive::Entry)>) -> Vec<u8> {
+    use corpus::expected::sha256_hex;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let lines: String = entries
+        .iter()
+        .map(|(path, e)| match e {
+            archive::Entry::File(b) => format!("F {path} {}\n", sha256_hex(b)),
+            archive::Entry::Link(t) => format!("L {path} {t}\n"),
+        })
+        .collect();
+    let release = archive::Release {
+        corpus_version: "9.9.9".into(),
+        manifest_version: "1".into(),
+        cases: 0,
+        large_cases: 0,
+        writer_tasks: 0,
+        files: entries.len(),
+        content_sha256: sha256_hex(lines.as_bytes()),
+    };
+    serde_json::to_vec(&release).expect("json")
 }
 
 /// The members a hand-made release under `c/` starts with: its description and its
@@ -184,7 +208,7 @@ fn archives_are_refused_for_links_out_special_files_and_sizes() {
 #[test]
 fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outside() {
     use archive::Entry;
-    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let manifest = MANIFEST;
     let common = || {
         vec![
             ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
@@ -256,7 +280,7 @@ fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outsi
 #[test]
 fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
     use archive::Entry;
-    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let manifest = MANIFEST;
     let entries = vec![
         ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
         ("RELEASE.json".to_owned(), Entry::Link("F".into())),
@@ -279,7 +303,7 @@ fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
 #[test]
 fn a_release_with_a_path_beneath_a_file_is_refused_by_verify_and_unpack() {
     use archive::Entry;
-    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let manifest = MANIFEST;
     let entries = vec![
         ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
         ("c".to_owned(), Entry::File(Vec::new())),
@@ -305,7 +329,7 @@ fn a_release_with_a_path_beneath_a_file_is_refused_by_verify_and_unpack() {
 #[test]
 fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
     use archive::Entry;
-    let manifest = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
+    let manifest = MANIFEST;
     let long_name = format!("a/{}", "x".repeat(archive::MAX_NAME + 1));
     let long_path = format!("a/{}", vec!["y".repeat(200); 6].join("/"));
     let long_target = "z".repeat(archive::MAX_PATH + 1);
@@ -378,6 +402,82 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
         assert!(err.contains(why), "{name}: {err}");
         assert!(err.len() < 1500, "{name}: a message of {} bytes", err.len());
     }
+}
+
+/// The contents' checksum hashes one line per entry, `L path target` for a link: with a space
+/// in a path or a target, a link `a` to `b c` and a link `a b` to `c` gave the same lines, so a
+/// release whose description was made for the one verified with the other in its place (and a
+/// newline in a target could stand for whole lines of other entries). Paths and link targets
+/// with a space or a control character are refused now, by verify and unpack alike, and so is
+/// a link target that is not UTF-8 (it was read with its bytes replaced); building a release
+/// of a directory refuses such names too.
+#[test]
+fn a_release_whose_checksum_lines_could_read_two_ways_is_refused() {
+    use archive::Entry;
+    let manifest = MANIFEST;
+    // The description of a link `a` to `b c`: a link `a b` to `c` gives the same lines.
+    let json = description(vec![
+        ("manifest.json".to_owned(), Entry::File(manifest.to_vec())),
+        ("a".to_owned(), Entry::Link("b c".into())),
+    ]);
+    let cases = [
+        (
+            "space-in-target",
+            "c/a",
+            "b c",
+            "\"c/a\" is a link to a target \"b c\" holds a space",
+        ),
+        (
+            "space-in-path",
+            "c/a b",
+            "c",
+            "the path \"c/a b\" holds a space",
+        ),
+        (
+            "newline-in-target",
+            "c/a",
+            "b\nF x",
+            "holds a space or a control character",
+        ),
+        (
+            "tab-in-path",
+            "c/a\tb",
+            "c",
+            "holds a space or a control character",
+        ),
+    ];
+    for (name, path, target, why) in cases {
+        let mut members = release_head(&json, manifest);
+        members.push((path, tar::EntryType::Symlink, 0, b"", Some(target)));
+        let err = refused(name, &tarball(&members));
+        assert!(err.contains(why), "{name}: {err}");
+    }
+    // A link target that is not UTF-8.
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut b = tar::Builder::new(gz);
+    for (path, _, _, data, _) in release_head(&json, manifest) {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        b.append_data(&mut h, path, data).expect("append");
+    }
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::Symlink);
+    h.set_size(0);
+    h.set_link_name_literal(b"b\xff").expect("link name");
+    b.append_data(&mut h, "c/a", &b""[..]).expect("append");
+    let bytes = b.into_inner().expect("tar").finish().expect("gzip");
+    let err = refused("non-utf8-target", &bytes);
+    assert!(
+        err.contains("is a link to a target that is not UTF-8"),
+        "{err}"
+    );
+    // A release of a directory holding such a name is not made.
+    let dir = scratch("space-in-name");
+    fs::write(dir.join("manifest.json"), manifest).expect("manifest");
+    fs::write(dir.join("a b"), b"f").expect("file");
+    let err = archive::release_of(&dir).expect_err("a name with a space");
+    assert!(err.contains("the path \"a b\" holds a space"), "{err}");
 }
 
 #[test]
