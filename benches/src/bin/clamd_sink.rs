@@ -3,7 +3,7 @@
 //! sessions (`IDSESSION`/`END`) as the service has them. What the service does beyond this
 //! (checking) is what the load script measures.
 //!
-//! Usage: clamd_sink ADDR (prints `listening ADDR` when bound).
+//! Usage: clamd_sink [ADDR] (prints `listening ADDR` when bound; `--help` says more).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -58,18 +58,15 @@ fn serve(stream: TcpStream) -> std::io::Result<()> {
     }
 }
 
+/// What `clamd_sink --help` prints.
+const USAGE: &str = "usage: clamd_sink [--] [ADDR]   (default 127.0.0.1:0)
+A clamd INSTREAM server that reads and discards every stream and answers `stream: OK`: the
+baseline of benches/serve-load.py. Prints `listening ADDR` once bound.
+";
+
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:0".into());
-    if addr == "-h" || addr == "--help" {
-        println!(
-            "Usage: clamd_sink [ADDR]   (default 127.0.0.1:0)\n\
-             A clamd INSTREAM server that reads and discards every stream and answers \
-             `stream: OK`: the baseline of benches/serve-load.py. Prints `listening ADDR`."
-        );
-        return Ok(());
-    }
+    let args = stcheck_benches::positional_args(std::env::args().skip(1), USAGE, 1);
+    let addr = args.first().map_or("127.0.0.1:0", String::as_str);
     let listener = TcpListener::bind(addr)?;
     println!("listening {}", listener.local_addr()?);
     std::io::stdout().flush()?;
