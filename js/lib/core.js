@@ -86,24 +86,48 @@ let loaded = false;
 let generation = 0;
 let api = null;
 let fresh = null;
+let fillRandom = null;
 
 /**
  * Called once by the entry that loaded the module: `glue` is wasm-bindgen's glue, initialised;
- * `reloadGlue(n)` gives a fresh, initialised instance (the n-th) after a failure.
+ * `reloadGlue(n)` gives a fresh, initialised instance (the n-th) after a failure; `fill`, if
+ * given, fills a `Uint32Array` with random words (Node's entry passes `node:crypto`'s
+ * `webcrypto`, which Node 18 has without a global `crypto`).
  */
-export default function bind(glue, reloadGlue) {
+export default function bind(glue, reloadGlue, fill) {
   api = glue;
   fresh = reloadGlue;
+  fillRandom = fill ?? platformRandom;
   attach();
   version = guard(() => api.version());
 }
 
-/** Start on the module `api` now is: its memory, and no keys told yet. */
+/**
+ * Start on the module `api` now is: its hash seeds from the platform's randomness (the
+ * module's std has none: without them anyone could work out a header of names that all
+ * collide, and make its check quadratic), its memory, and no keys told yet.
+ */
 function attach() {
+  const seed = new Uint32Array(2);
+  fillRandom(seed);
+  api.seedHashes(seed[0], seed[1]);
   memory = api.moduleMemory();
   words = null;
   keys = [];
   loaded = true;
+}
+
+/**
+ * Fill `words` with random 32-bit words: `crypto.getRandomValues` (browsers, Node 19 and
+ * later, Deno, Bun); where there is no `crypto`, `Math.random` (seeded unpredictably by the
+ * engine, though not meant for secrets).
+ */
+function platformRandom(words) {
+  if (typeof globalThis.crypto?.getRandomValues === "function") {
+    globalThis.crypto.getRandomValues(words);
+  } else {
+    for (let i = 0; i < words.length; i++) words[i] = Math.floor(Math.random() * 2 ** 32);
+  }
 }
 
 // A panic in the module aborts it (the build uses panic = "abort"): none is known, and the

@@ -4,6 +4,7 @@
 // for `require` (Node 20 cannot `require` an ES module).
 
 import { readFileSync } from "node:fs";
+import { webcrypto } from "node:crypto";
 import * as native from "./wasm/stcheck_native.js";
 import bind from "./core.js";
 
@@ -20,4 +21,9 @@ function initialise(glue) {
 
 // After a failure, a fresh instance: the glue imported again under another URL (its state is
 // per module instance), initialised the same way.
-bind(initialise(native), async (n) => initialise(await import(GLUE + n)));
+// The module's hash seeds come from `node:crypto` (core.js, `attach`).
+bind(
+  initialise(native),
+  async (n) => initialise(await import(GLUE + n)),
+  (words) => webcrypto.getRandomValues(words),
+);

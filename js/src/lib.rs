@@ -208,6 +208,13 @@ pub fn module_memory() -> JsValue {
     wasm_bindgen::memory()
 }
 
+/// 64 random bits from the wrapper (`crypto.getRandomValues`) for the seeds of the core's
+/// duplicate-name tables: this target's std has no randomness of its own (`stcheck::seed_hashes`).
+#[wasm_bindgen(js_name = seedHashes)]
+pub fn seed_hashes(high: u32, low: u32) {
+    stcheck::seed_hashes(u64::from(high) << 32 | u64::from(low));
+}
+
 /// A length from JavaScript (a `number`): a non-negative integer up to 2^53.
 fn length(n: f64) -> Option<u64> {
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;

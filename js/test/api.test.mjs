@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
 import { CORPUS, PKG, cliPath, corpusBytes } from "./helpers.mjs";
 
@@ -253,4 +254,28 @@ test("a header longer than the module holds is not checked, before it is read", 
   assert.throws(() => st.checkHeader(first, n + 8, { maxHeaderSize: 2_000_000_000 }), refused);
   // Under the default limit the same length field is the core's verdict, FRAME-HEADER-LIMIT.
   assert.equal(st.checkHeader(first, n + 8).error.rule, "FRAME-HEADER-LIMIT");
+});
+
+test("the module's hash seeds come from node:crypto, for import and require alike", () => {
+  // The module's std has no randomness of its own (stcheck::seed_hashes): without seeds from
+  // the platform, anyone could work out names that all collide in its tables. In a process of
+  // its own, Node's webcrypto is counted before the package is loaded; one instance, one call.
+  const file = join(CORPUS, "../examples/model.safetensors");
+  const count = `
+    const { webcrypto } = process.getBuiltinModule("node:crypto");
+    const fill = webcrypto.getRandomValues.bind(webcrypto);
+    globalThis.calls = 0;
+    webcrypto.getRandomValues = (a) => { globalThis.calls += 1; return fill(a); };`;
+  const report = `
+    const r = st.checkHeader(new Uint8Array(process.getBuiltinModule("node:fs").readFileSync(${JSON.stringify(file)})));
+    console.log(JSON.stringify({ calls: globalThis.calls, status: r.status }));`;
+  const esm = `${count}
+    const st = await import(${JSON.stringify(pathToFileURL(join(PKG, "node.js")).href)});${report}`;
+  const cjs = `${count}
+    const st = require(${JSON.stringify(join(PKG, "node.cjs"))});${report}`;
+  for (const [name, args] of [["import", ["--input-type=module", "-e", esm]], ["require", ["-e", cjs]]]) {
+    const out = spawnSync(process.execPath, args, { encoding: "utf8" });
+    assert.equal(out.status, 0, `${name}: ${out.stderr}`);
+    assert.deepEqual(JSON.parse(out.stdout), { calls: 1, status: "valid" }, name);
+  }
 });

@@ -234,9 +234,10 @@ pub(crate) fn string_at(text: &str, quote: usize) -> Option<Cow<'_, str>> {
 /// the hottest part of a parse. std's SipHash-1-3 took a third of a valid header's time;
 /// foldhash (fast variant) takes a fraction of that. The trade-off: foldhash only claims
 /// "minimal" HashDoS resistance. Its outputs depend on secret seeds, so no list of names
-/// collides for every seed; here both seeds come from std's `RandomState` (OS randomness),
-/// fresh per table for the per-hasher seed, instead of foldhash's own address-and-clock
-/// seeding. An attacker who only submits files and never sees hash values cannot aim
+/// collides for every seed; here both seeds come from std's `RandomState` (OS randomness;
+/// on `wasm32-unknown-unknown`, which has none, with bits from the embedder mixed in:
+/// [`seed_hashes`]), fresh per table for the per-hasher seed, instead of foldhash's own
+/// address-and-clock seeding. An attacker who only submits files and never sees hash values cannot aim
 /// collisions at an unknown seed; one who could learn the seeds (e.g. by timing a long-lived
 /// process) could make a table quadratic, which SipHash would prevent. Measured on a
 /// 100,000-tensor header: SipHash with growth 43 ms per validation, foldhash with reserved
@@ -250,13 +251,39 @@ pub(crate) fn key_hasher() -> KeyHasher {
     foldhash::fast::SeedableRandomState::with_seed(random_u64(), shared)
 }
 
+/// The bits an embedder gave [`seed_hashes`] (zero until one does).
+static EMBEDDER_BITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Mix 64 bits of the caller's own randomness into the seeds of the tables that find repeated
+/// tensor names and JSON keys, for a target whose standard library has no source of randomness.
+///
+/// On every operating system the seeds already come from the OS, and this adds nothing that
+/// is needed. On `wasm32-unknown-unknown` std's `RandomState` is built from two addresses, the
+/// same in every instance of one build of a module: anyone could work out its seeds, and so a
+/// header of names that all fall in one place of the table, which would make the check of a
+/// large header take quadratic time. An embedder there calls this with bits from a real source
+/// of randomness before the first check (the npm package does, with
+/// `crypto.getRandomValues`, each time it instantiates the module); each call replaces the
+/// bits of the one before. Tables made before the call keep their seeds.
+pub fn seed_hashes(bits: u64) {
+    EMBEDDER_BITS.store(bits, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// 64 random bits: std's `RandomState` keys come from the OS (once per thread, then varied per
-/// call), and SipHash of nothing under them is uniform.
+/// call), and SipHash of nothing under them is uniform; XORed with what [`seed_hashes`] was
+/// given, for targets where they do not.
 pub(crate) fn random_u64() -> u64 {
     use std::hash::Hasher as _;
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
+    with_embedder_bits(
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish(),
+    )
+}
+
+/// `bits` XOR what [`seed_hashes`] was given.
+fn with_embedder_bits(bits: u64) -> u64 {
+    bits ^ EMBEDDER_BITS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The keys of one JSON object, for finding a repeated one: each slot holds only a 32-bit
@@ -522,6 +549,16 @@ pub(crate) use reject_types;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedders_bits_are_mixed_into_every_seed_drawn_after_them() {
+        // Another test's tables drawn meanwhile only get other seeds.
+        seed_hashes(0x0123_4567_89ab_cdef);
+        assert_eq!(with_embedder_bits(0), 0x0123_4567_89ab_cdef);
+        assert_eq!(with_embedder_bits(u64::MAX), !0x0123_4567_89ab_cdef);
+        seed_hashes(0);
+        assert_eq!(with_embedder_bits(42), 42);
+    }
 
     #[test]
     fn serde_messages_map_to_faults() {

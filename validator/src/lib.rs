@@ -70,6 +70,7 @@ pub use check::{check_header_bytes, Checked, Checker, Need};
 pub use dtype::Dtype;
 pub use error::{Error, Finding, Location, ReadError, ReadErrorKind, UnknownName, Warning};
 pub use header::MetadataForm;
+pub use json::seed_hashes;
 pub use limits::{Config, OptionNames};
 pub use magic::{format_of, FileFormat};
 pub use mmap::{map, Mapped};
