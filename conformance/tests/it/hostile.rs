@@ -47,8 +47,9 @@ fn an_edited_cache_with_a_recomputed_description_is_unpacked_again() {
     );
 }
 
-/// One member of a hand-made archive: path, type, size in the header, data, link target.
-type Member<'a> = (&'a str, tar::EntryType, u64, &'a [u8], Option<&'a str>);
+/// One member of a hand-made archive: path, type, size in the header, data, link target (bytes:
+/// a target need not be UTF-8).
+type Member<'a> = (&'a str, tar::EntryType, u64, &'a [u8], Option<&'a [u8]>);
 
 /// A gzipped tar of `entries`.
 fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
@@ -61,7 +62,10 @@ fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
         h.set_mode(0o644);
         // Paths and link targets over the header's 100 bytes go in GNU long-name entries.
         match link {
-            Some(t) => b.append_link(&mut h, path, t),
+            Some(t) => {
+                use std::os::unix::ffi::OsStrExt as _;
+                b.append_link(&mut h, path, std::ffi::OsStr::from_bytes(t))
+            }
             None => b.append_data(&mut h, path, *data),
         }
         .expect("append");
@@ -146,18 +150,18 @@ fn archives_are_refused_for_links_out_special_files_and_sizes() {
             "link",
             vec![
                 ("c/RELEASE.json", Regular, 2, b"{}", None),
-                (case, Symlink, 0, b"", Some("/etc/passwd")),
+                (case, Symlink, 0, b"", Some("/etc/passwd".as_bytes())),
             ],
             "outside the release",
         ),
         (
             "climb",
-            vec![(case, Symlink, 0, b"", Some("../../x"))],
+            vec![(case, Symlink, 0, b"", Some("../../x".as_bytes()))],
             "outside the release",
         ),
         (
             "hardlink",
-            vec![(case, Link, 0, b"", Some("c/manifest.json"))],
+            vec![(case, Link, 0, b"", Some("c/manifest.json".as_bytes()))],
             "neither a file",
         ),
         (
@@ -249,7 +253,7 @@ fn a_release_whose_links_climb_through_links_is_refused_and_writes_nothing_outsi
         for ((_, e), path) in entries.iter().zip(&paths) {
             members.push(match e {
                 Entry::File(b) => (path, tar::EntryType::Regular, b.len() as u64, b, None),
-                Entry::Link(t) => (path, tar::EntryType::Symlink, 0, b"", Some(t)),
+                Entry::Link(t) => (path, tar::EntryType::Symlink, 0, b"", Some(t.as_bytes())),
             });
         }
         let dir = scratch(&format!("climb-through-{name}"));
@@ -287,7 +291,13 @@ fn a_release_json_that_is_a_link_is_refused_and_nothing_is_left_in_the_cache() {
     ];
     let json = description(entries);
     let mut members = release_head(&json, manifest);
-    members.push(("c/RELEASE.json", tar::EntryType::Symlink, 0, b"", Some("F")));
+    members.push((
+        "c/RELEASE.json",
+        tar::EntryType::Symlink,
+        0,
+        b"",
+        Some(b"F"),
+    ));
     let err = refused("release-json-link", &tarball(&members));
     assert!(
         err.contains("is not the one regular file RELEASE.json"),
@@ -394,7 +404,7 @@ fn a_release_that_could_not_be_written_is_refused_by_verify_and_unpack() {
             ));
             members.push(("c/placeholder", tar::EntryType::Regular, 1, b"f", None));
         } else if let Some(t) = link {
-            members.push((&full, tar::EntryType::Symlink, 0, b"", Some(t)));
+            members.push((&full, tar::EntryType::Symlink, 0, b"", Some(t.as_bytes())));
         } else {
             members.push((&full, tar::EntryType::Regular, 1, b"f", None));
         }
@@ -448,25 +458,20 @@ fn a_release_whose_checksum_lines_could_read_two_ways_is_refused() {
     ];
     for (name, path, target, why) in cases {
         let mut members = release_head(&json, manifest);
-        members.push((path, tar::EntryType::Symlink, 0, b"", Some(target)));
+        members.push((
+            path,
+            tar::EntryType::Symlink,
+            0,
+            b"",
+            Some(target.as_bytes()),
+        ));
         let err = refused(name, &tarball(&members));
         assert!(err.contains(why), "{name}: {err}");
     }
     // A link target that is not UTF-8.
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut b = tar::Builder::new(gz);
-    for (path, _, _, data, _) in release_head(&json, manifest) {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        b.append_data(&mut h, path, data).expect("append");
-    }
-    let mut h = tar::Header::new_gnu();
-    h.set_entry_type(tar::EntryType::Symlink);
-    h.set_size(0);
-    h.set_link_name_literal(b"b\xff").expect("link name");
-    b.append_data(&mut h, "c/a", &b""[..]).expect("append");
-    let bytes = b.into_inner().expect("tar").finish().expect("gzip");
+    let mut members = release_head(&json, manifest);
+    members.push(("c/a", tar::EntryType::Symlink, 0, b"", Some(b"b\xff")));
+    let bytes = tarball(&members);
     let err = refused("non-utf8-target", &bytes);
     assert!(
         err.contains("is a link to a target that is not UTF-8"),
