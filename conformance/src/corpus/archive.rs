@@ -138,8 +138,9 @@ pub const MAX_PATH: usize = 1024;
 
 /// Why a path or a link target of a release could not be taken as it is, if it could not:
 /// more than [`MAX_PATH`] bytes, a NUL byte, a space or another control character, or a name
-/// longer than [`MAX_NAME`]. Checking an archive refuses what unpacking it would fail on, so
-/// both give the same answer. No space or control character, so that each line of the
+/// longer than [`MAX_NAME`]. Both readers of a release ask it of every name as they read it:
+/// an archive's (`read_archive`, for checking and unpacking alike, so checking refuses what
+/// unpacking would fail on) and a directory's (`walk`, for making a release). No space or control character, so that each line of the
 /// contents' checksum (`F path sha256`, `L path target`) reads one way only: with a newline
 /// or a space in a name, two different releases could give the same lines (a link `a` to
 /// `b c` and a link `a b` to `c`). The length is checked first, so no message quotes more
@@ -253,6 +254,9 @@ fn walk(
             continue;
         }
         let path = base.join(&child);
+        if let Some(why) = unfit("the path", &child) {
+            return Err(format!("{}: {why}", base.display()));
+        }
         let t = e
             .file_type()
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -262,6 +266,9 @@ fn walk(
             let target = target
                 .to_str()
                 .ok_or_else(|| format!("{}: a link target that is not UTF-8", path.display()))?;
+            if let Some(why) = unfit(&format!("{child:?} is a link to a target"), target) {
+                return Err(format!("{}: {why}", base.display()));
+            }
             if !link_inside(&child, target) {
                 return Err(format!(
                     "{}: a link to {target:?}, outside the corpus",
@@ -312,16 +319,6 @@ fn content_sha256(entries: &[(String, Entry)]) -> String {
 
 /// The release description of a corpus's contents (its `manifest.json` among them).
 fn describe(entries: &[(String, Entry)]) -> Result<Release, String> {
-    for (path, e) in entries {
-        if let Some(why) = unfit("the path", path) {
-            return Err(why);
-        }
-        if let Entry::Link(t) = e {
-            if let Some(why) = unfit(&format!("{path:?} is a link to a target"), t) {
-                return Err(why);
-            }
-        }
-    }
     let text = entries
         .iter()
         .find_map(|(p, e)| match e {
@@ -361,9 +358,7 @@ fn describe(entries: &[(String, Entry)]) -> Result<Release, String> {
 
 /// The description (`RELEASE.json`) of a release holding `entries` (paths relative to its
 /// root, `RELEASE.json` left out, in any order), as [`pack`] writes it: for a tool that builds
-/// release archives of its own (the `corpus_archive` fuzz target). An error for a release
-/// without a readable `manifest.json`, or with a path or link target that no release may hold
-/// (too long, or with a space or a control character).
+/// release archives of its own (the `corpus_archive` fuzz target).
 pub fn describe_entries(mut entries: Vec<(String, Entry)>) -> Result<Release, String> {
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     describe(&entries)

@@ -80,30 +80,9 @@ fn tarball(entries: &[Member<'_>]) -> Vec<u8> {
 /// The `manifest.json` of the hand-made releases.
 const MANIFEST: &[u8] = br#"{"corpus_version": "9.9.9", "version": "1", "cases": []}"#;
 
-/// The `RELEASE.json` that describes `entries` (`manifest.json`, which is [`MANIFEST`], among
-/// them) honestly, worked out here as `RELEASE.json`'s documentation says (one line per
-/// entry, `F path sha256` or `L path target`, in byte order of the paths), not by the library:
-/// the library refuses to describe the names these tests give it.
-fn description(mut entries: Vec<(String, archive::Entry)>) -> Vec<u8> {
-    use corpus::expected::sha256_hex;
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let lines: String = entries
-        .iter()
-        .map(|(path, e)| match e {
-            archive::Entry::File(b) => format!("F {path} {}\n", sha256_hex(b)),
-            archive::Entry::Link(t) => format!("L {path} {t}\n"),
-        })
-        .collect();
-    let release = archive::Release {
-        corpus_version: "9.9.9".into(),
-        manifest_version: "1".into(),
-        cases: 0,
-        large_cases: 0,
-        writer_tasks: 0,
-        files: entries.len(),
-        content_sha256: sha256_hex(lines.as_bytes()),
-    };
-    serde_json::to_vec(&release).expect("json")
+/// The `RELEASE.json` that describes `entries` honestly.
+fn description(entries: Vec<(String, archive::Entry)>) -> Vec<u8> {
+    serde_json::to_vec(&archive::describe_entries(entries).expect("describable")).expect("json")
 }
 
 /// The members a hand-made release under `c/` starts with: its description and its
