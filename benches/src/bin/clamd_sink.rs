@@ -3,7 +3,7 @@
 //! sessions (`IDSESSION`/`END`) as the service has them. What the service does beyond this
 //! (checking) is what the load script measures.
 //!
-//! Usage: clamd_sink [ADDR] (prints `listening ADDR` when bound; `--help` says more).
+//! Usage: `clamd_sink [ADDR]` (prints `listening ADDR` when bound; `--help` says more).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
