@@ -237,10 +237,10 @@ pub(crate) fn string_at(text: &str, quote: usize) -> Option<Cow<'_, str>> {
 /// collides for every seed; here both seeds come from std's `RandomState` (OS randomness;
 /// on `wasm32-unknown-unknown`, which has none, with bits from the embedder mixed in:
 /// [`seed_hashes`]), fresh per table for the per-hasher seed, instead of foldhash's own
-/// address-and-clock seeding. An attacker who only submits files and never sees hash values cannot aim
-/// collisions at an unknown seed; one who could learn the seeds (e.g. by timing a long-lived
-/// process) could make a table quadratic, which SipHash would prevent. Measured on a
-/// 100,000-tensor header: SipHash with growth 43 ms per validation, foldhash with reserved
+/// address-and-clock seeding. An attacker who only submits files and never sees hash values
+/// cannot aim collisions at an unknown seed; one who could learn the seeds (e.g. by timing a
+/// long-lived process) could make a table quadratic, which SipHash would prevent. Measured on
+/// a 100,000-tensor header: SipHash with growth 43 ms per validation, foldhash with reserved
 /// capacity 27 ms, and the index table below 24 ms.
 pub(crate) type KeyHasher = foldhash::fast::SeedableRandomState;
 

@@ -140,11 +140,11 @@ pub const MAX_PATH: usize = 1024;
 /// more than [`MAX_PATH`] bytes, a NUL byte, a space or another control character, or a name
 /// longer than [`MAX_NAME`]. Both readers of a release ask it of every name as they read it:
 /// an archive's (`read_archive`, for checking and unpacking alike, so checking refuses what
-/// unpacking would fail on) and a directory's (`walk`, for making a release). No space or control character, so that each line of the
-/// contents' checksum (`F path sha256`, `L path target`) reads one way only: with a newline
-/// or a space in a name, two different releases could give the same lines (a link `a` to
-/// `b c` and a link `a b` to `c`). The length is checked first, so no message quotes more
-/// than [`MAX_PATH`] bytes of an archive's text.
+/// unpacking would fail on) and a directory's (`walk`, for making a release). No space or
+/// control character, so that each line of the contents' checksum (`F path sha256`, `L path
+/// target`) reads one way only: with a newline or a space in a name, two different releases
+/// could give the same lines (a link `a` to `b c` and a link `a b` to `c`). The length is
+/// checked first, so no message quotes more than [`MAX_PATH`] bytes of an archive's text.
 fn unfit(what: &str, text: &str) -> Option<String> {
     if text.len() > MAX_PATH {
         Some(format!(
